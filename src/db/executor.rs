@@ -1,0 +1,242 @@
+//! Runs model-written SQL against a user's database safely: read-only, one
+//! read statement at a time, bounded in time and rows, in parallel, with
+//! results cached by normalised SQL text.
+
+use super::digest::ResultDigest;
+use super::guard::{authorize, check_single_read, normalize};
+use super::open::{open_read_only, Deadline};
+use super::value::Value;
+use crate::error::{QueryError, Result};
+use lru::LruCache;
+use rayon::prelude::*;
+use rusqlite::{Connection, ErrorCode};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Limits applied to every query.
+#[derive(Debug, Clone)]
+pub struct ExecConfig {
+    /// Wall-time limit per query.
+    pub timeout: Duration,
+    /// Most rows kept in a [`QueryResult`]; the digest still covers all rows.
+    pub max_rows: usize,
+    /// Most distinct SQL texts whose results are kept.
+    pub cache_entries: usize,
+}
+
+impl Default for ExecConfig {
+    fn default() -> Self {
+        ExecConfig {
+            timeout: Duration::from_secs(30),
+            max_rows: 1_000,
+            cache_entries: 4_096,
+        }
+    }
+}
+
+/// A query's result as handed to the engine.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueryResult {
+    pub columns: Vec<String>,
+    /// The first `max_rows` rows.
+    pub rows: Vec<Vec<Value>>,
+    /// Rows the query produced in all (may exceed `rows.len()`).
+    pub total_rows: usize,
+    /// Fingerprint of the full result, for comparing answers.
+    #[serde(skip)]
+    pub digest: ResultDigest,
+    pub elapsed_ms: f64,
+}
+
+impl QueryResult {
+    pub fn truncated(&self) -> bool {
+        self.total_rows > self.rows.len()
+    }
+}
+
+pub type QueryOutcome = Result<Arc<QueryResult>, QueryError>;
+
+struct GuardedConnection {
+    conn: Connection,
+    deadline: Deadline,
+}
+
+/// A read-only executor over one database file.
+pub struct Executor {
+    path: PathBuf,
+    config: ExecConfig,
+    /// Idle connections; a worker takes one (or opens one) per query, so
+    /// parallel queries each run on their own connection.
+    pool: Mutex<Vec<GuardedConnection>>,
+    cache: Mutex<LruCache<String, QueryOutcome>>,
+}
+
+impl Executor {
+    /// Opens the database (validating it) with the given limits.
+    pub fn open(path: &Path, config: ExecConfig) -> Result<Self> {
+        let first = connect(path)?;
+        let capacity = NonZeroUsize::new(config.cache_entries.max(1)).expect("max(1) is non-zero");
+        Ok(Executor {
+            path: path.to_path_buf(),
+            config,
+            pool: Mutex::new(vec![first]),
+            cache: Mutex::new(LruCache::new(capacity)),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn config(&self) -> &ExecConfig {
+        &self.config
+    }
+
+    /// Runs one query, or returns the cached outcome of the same SQL.
+    pub fn query(&self, sql: &str) -> QueryOutcome {
+        let key = normalize(sql);
+        if let Some(hit) = self.cache.lock().expect("cache lock").get(&key) {
+            return hit.clone();
+        }
+        let outcome = self.run_uncached(sql).map(Arc::new);
+        self.cache
+            .lock()
+            .expect("cache lock")
+            .put(key, outcome.clone());
+        outcome
+    }
+
+    /// Runs many queries in parallel, each distinct SQL text once; outcomes
+    /// come back in input order.
+    pub fn query_many<S: AsRef<str> + Sync>(&self, sqls: &[S]) -> Vec<QueryOutcome> {
+        let mut unique: Vec<&str> = Vec::new();
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        let slots: Vec<usize> = sqls
+            .iter()
+            .map(|sql| {
+                *seen.entry(normalize(sql.as_ref())).or_insert_with(|| {
+                    unique.push(sql.as_ref());
+                    unique.len() - 1
+                })
+            })
+            .collect();
+        let outcomes: Vec<QueryOutcome> = unique.par_iter().map(|sql| self.query(sql)).collect();
+        slots.into_iter().map(|i| outcomes[i].clone()).collect()
+    }
+
+    /// Fingerprints the full result of a query, keeping no rows and no cache
+    /// entry: what the evaluator needs, at 8 bytes a cell.
+    pub fn digest(&self, sql: &str) -> Result<ResultDigest, QueryError> {
+        self.run(sql, |_, _| {}).map(|(_, digest, _)| digest)
+    }
+
+    fn run_uncached(&self, sql: &str) -> Result<QueryResult, QueryError> {
+        let started = Instant::now();
+        let mut rows = Vec::new();
+        let max_rows = self.config.max_rows;
+        let (columns, digest, total_rows) = self.run(sql, |index, row| {
+            if index < max_rows {
+                rows.push(row);
+            }
+        })?;
+        Ok(QueryResult {
+            columns,
+            rows,
+            total_rows,
+            digest,
+            elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
+        })
+    }
+
+    /// Checks, prepares and steps one query under the time limit, feeding
+    /// each row to `keep` (with its index) and into the digest.
+    fn run(
+        &self,
+        sql: &str,
+        mut keep: impl FnMut(usize, Vec<Value>),
+    ) -> Result<(Vec<String>, ResultDigest, usize), QueryError> {
+        check_single_read(sql)?;
+        let guarded = self.take_connection()?;
+        guarded.deadline.arm(self.config.timeout);
+        let result = step_all(&guarded.conn, sql, self.config.max_rows, &mut keep)
+            .map_err(|e| query_error(e, self.config.timeout));
+        guarded.deadline.disarm();
+        self.pool.lock().expect("pool lock").push(guarded);
+        result?
+    }
+
+    fn take_connection(&self) -> Result<GuardedConnection, QueryError> {
+        if let Some(idle) = self.pool.lock().expect("pool lock").pop() {
+            return Ok(idle);
+        }
+        connect(&self.path).map_err(|e| QueryError::Sql(e.to_string()))
+    }
+}
+
+fn step_all(
+    conn: &Connection,
+    sql: &str,
+    max_rows: usize,
+    keep: &mut impl FnMut(usize, Vec<Value>),
+) -> Result<Result<(Vec<String>, ResultDigest, usize), QueryError>, rusqlite::Error> {
+    let mut statement = conn.prepare(sql)?;
+    // SQLite's own verdict on the compiled statement, a third guard.
+    if !statement.readonly() {
+        return Ok(Err(QueryError::Refused("the statement would write".into())));
+    }
+    let columns: Vec<String> = statement
+        .column_names()
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let width = columns.len();
+    let mut digest = ResultDigest::new(width);
+    let mut rows = statement.query([])?;
+    let mut count = 0;
+    while let Some(row) = rows.next()? {
+        let cells = (0..width).map(|i| row.get_ref(i));
+        let cells: Vec<_> = cells.collect::<Result<_, _>>()?;
+        digest.push_row(cells.iter().copied());
+        if count < max_rows {
+            keep(count, cells.into_iter().map(Value::from_ref).collect());
+        }
+        count += 1;
+    }
+    Ok(Ok((columns, digest, count)))
+}
+
+fn connect(path: &Path) -> Result<GuardedConnection> {
+    let mut conn = open_read_only(path)?;
+    let setup = |conn: &mut Connection| -> Result<Deadline, rusqlite::Error> {
+        // Belt and braces beside the read-only open: SQLite refuses writes.
+        conn.pragma_update(None, "query_only", true)?;
+        conn.authorizer(Some(authorize))?;
+        Deadline::install(conn)
+    };
+    let deadline = setup(&mut conn).map_err(|e| crate::error::Error::DatabaseOpen {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })?;
+    Ok(GuardedConnection { conn, deadline })
+}
+
+fn query_error(error: rusqlite::Error, timeout: Duration) -> QueryError {
+    match error.sqlite_error_code() {
+        Some(ErrorCode::OperationInterrupted) => QueryError::Timeout {
+            limit_ms: timeout.as_millis() as u64,
+        },
+        Some(ErrorCode::AuthorizationForStatementDenied) => {
+            QueryError::Refused(format!("SQLite's authorizer denied it ({error})"))
+        }
+        _ => match error {
+            rusqlite::Error::MultipleStatement => {
+                QueryError::Refused("more than one statement was given".into())
+            }
+            other => QueryError::Sql(other.to_string()),
+        },
+    }
+}

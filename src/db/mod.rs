@@ -1,0 +1,19 @@
+//! SQLite: guarded read-only execution, result digests and comparison,
+//! schema introspection and rendering.
+
+pub mod compare;
+mod descriptions;
+pub mod digest;
+pub mod executor;
+pub mod guard;
+pub mod open;
+pub mod render;
+pub mod schema;
+pub mod value;
+
+pub use compare::{bird_equal, spider_equal, Semantics};
+pub use digest::ResultDigest;
+pub use executor::{ExecConfig, Executor, QueryOutcome, QueryResult};
+pub use render::render_schema;
+pub use schema::{IntrospectOptions, Schema};
+pub use value::Value;

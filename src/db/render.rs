@@ -1,0 +1,227 @@
+//! Renders a schema as annotated DDL for prompts: models read CREATE TABLE
+//! well, and the comments carry row counts, descriptions and real example
+//! values. A size budget lowers the detail step by step until it fits.
+
+use super::schema::{quote_identifier, Schema, Table};
+use super::value::Value;
+use std::fmt::Write;
+
+/// How much annotation to write per column, from richest to barest.
+#[derive(Debug, Clone, Copy)]
+struct Detail {
+    description_chars: usize,
+    value_note_chars: usize,
+    examples: usize,
+}
+
+const LEVELS: [Detail; 4] = [
+    Detail {
+        description_chars: 120,
+        value_note_chars: 100,
+        examples: 3,
+    },
+    Detail {
+        description_chars: 60,
+        value_note_chars: 0,
+        examples: 2,
+    },
+    Detail {
+        description_chars: 0,
+        value_note_chars: 0,
+        examples: 2,
+    },
+    Detail {
+        description_chars: 0,
+        value_note_chars: 0,
+        examples: 0,
+    },
+];
+
+/// Renders the whole schema within `max_chars` characters, using the richest
+/// detail level that fits; if even the barest does not, whole tables are left
+/// out from the end and a closing comment says how many.
+pub fn render_schema(schema: &Schema, max_chars: usize) -> String {
+    for detail in LEVELS {
+        let text = render_tables(&schema.tables, detail);
+        if text.chars().count() <= max_chars {
+            return text;
+        }
+    }
+    let detail = LEVELS[LEVELS.len() - 1];
+    let mut out = String::new();
+    for (shown, table) in schema.tables.iter().enumerate() {
+        let block = render_table(table, detail);
+        let omitted = schema.tables.len() - shown;
+        let note = format!("-- {omitted} more tables not shown\n");
+        if out.chars().count() + block.chars().count() + note.chars().count() > max_chars {
+            out.push_str(&note);
+            return out;
+        }
+        out.push_str(&block);
+    }
+    out
+}
+
+fn render_tables(tables: &[Table], detail: Detail) -> String {
+    tables.iter().map(|t| render_table(t, detail)).collect()
+}
+
+fn render_table(table: &Table, detail: Detail) -> String {
+    let mut out = String::new();
+    let rows = match table.row_count {
+        Some(1) => " -- 1 row".to_string(),
+        Some(n) => format!(" -- {n} rows"),
+        None => String::new(),
+    };
+    let _ = writeln!(out, "CREATE TABLE {} ({rows}", quote_identifier(&table.name));
+    let primary_keys: Vec<&str> = table
+        .columns
+        .iter()
+        .filter(|c| c.primary_key)
+        .map(|c| c.name.as_str())
+        .collect();
+    let mut lines: Vec<(String, String)> = Vec::new();
+    for column in &table.columns {
+        let mut definition = quote_identifier(&column.name);
+        if !column.declared_type.is_empty() {
+            definition.push(' ');
+            definition.push_str(&column.declared_type);
+        }
+        if column.primary_key && primary_keys.len() == 1 {
+            definition.push_str(" PRIMARY KEY");
+        }
+        if let Some(fk) = table.foreign_keys.iter().find(|fk| fk.column == column.name) {
+            let target = fk
+                .foreign_column
+                .as_deref()
+                .map(|c| format!("({})", quote_identifier(c)))
+                .unwrap_or_default();
+            let _ = write!(
+                definition,
+                " REFERENCES {}{target}",
+                quote_identifier(&fk.foreign_table)
+            );
+        }
+        lines.push((definition, column_comment(column, detail)));
+    }
+    if primary_keys.len() > 1 {
+        let keys: Vec<String> = primary_keys.iter().map(|k| quote_identifier(k)).collect();
+        lines.push((format!("PRIMARY KEY ({})", keys.join(", ")), String::new()));
+    }
+    let last = lines.len().saturating_sub(1);
+    for (i, (definition, comment)) in lines.iter().enumerate() {
+        let comma = if i < last { "," } else { "" };
+        if comment.is_empty() {
+            let _ = writeln!(out, "  {definition}{comma}");
+        } else {
+            let _ = writeln!(out, "  {definition}{comma} -- {comment}");
+        }
+    }
+    out.push_str(");\n");
+    out
+}
+
+fn column_comment(column: &super::schema::Column, detail: Detail) -> String {
+    let mut parts = Vec::new();
+    if let Some(description) = &column.description {
+        if detail.description_chars > 0 && !description.eq_ignore_ascii_case(&column.name) {
+            parts.push(cut(description, detail.description_chars));
+        }
+    }
+    if let Some(note) = &column.value_description {
+        if detail.value_note_chars > 0 {
+            parts.push(cut(note, detail.value_note_chars));
+        }
+    }
+    if detail.examples > 0 && !column.examples.is_empty() {
+        let examples: Vec<String> = column
+            .examples
+            .iter()
+            .take(detail.examples)
+            .map(example_literal)
+            .collect();
+        parts.push(format!("e.g. {}", examples.join(", ")));
+    }
+    parts.join("; ")
+}
+
+fn example_literal(value: &Value) -> String {
+    match value {
+        Value::Text(s) => format!("'{}'", one_line(s).replace('\'', "''")),
+        other => other.to_string(),
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn cut(s: &str, max_chars: usize) -> String {
+    let s = one_line(s);
+    if s.chars().count() <= max_chars {
+        s
+    } else {
+        let kept: String = s.chars().take(max_chars).collect();
+        format!("{}…", kept.trim_end())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::schema::{Column, ForeignKey};
+
+    fn column(name: &str, ty: &str, pk: bool, examples: Vec<Value>) -> Column {
+        Column {
+            name: name.into(),
+            declared_type: ty.into(),
+            primary_key: pk,
+            examples,
+            description: Some(format!("the {name} of the thing")),
+            value_description: None,
+        }
+    }
+
+    fn schema(tables: usize) -> Schema {
+        Schema {
+            tables: (0..tables)
+                .map(|i| Table {
+                    name: format!("t{i}"),
+                    row_count: Some(10),
+                    columns: vec![
+                        column("id", "INTEGER", true, vec![Value::Integer(1)]),
+                        column("name", "TEXT", false, vec![Value::Text("it's".into())]),
+                        column("parent", "INTEGER", false, vec![]),
+                    ],
+                    foreign_keys: vec![ForeignKey {
+                        column: "parent".into(),
+                        foreign_table: "t0".into(),
+                        foreign_column: Some("id".into()),
+                    }],
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn renders_annotated_ddl() {
+        let text = render_schema(&schema(1), 10_000);
+        assert_eq!(
+            text,
+            "CREATE TABLE t0 ( -- 10 rows\n  \
+             id INTEGER PRIMARY KEY, -- the id of the thing; e.g. 1\n  \
+             name TEXT, -- the name of the thing; e.g. 'it''s'\n  \
+             parent INTEGER REFERENCES t0(id) -- the parent of the thing\n);\n"
+        );
+    }
+
+    #[test]
+    fn budget_drops_detail_then_tables() {
+        let full = render_schema(&schema(3), 10_000);
+        let bare = render_schema(&schema(3), full.len() - 1);
+        assert!(bare.len() < full.len());
+        let cut = render_schema(&schema(3), 150);
+        assert!(cut.chars().count() <= 150, "{cut}");
+        assert!(cut.ends_with("more tables not shown\n"), "{cut}");
+    }
+}

@@ -1,0 +1,246 @@
+//! What a database holds: tables, columns, keys, row counts, example values,
+//! and BIRD's per-table description files when they sit beside the database.
+
+use super::open::{open_read_only, Deadline};
+use super::value::Value;
+use crate::error::{Error, Result};
+use rusqlite::Connection;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// How much to learn about each column.
+#[derive(Debug, Clone)]
+pub struct IntrospectOptions {
+    /// Distinct non-NULL example values per column.
+    pub examples_per_column: usize,
+    /// Example texts longer than this are cut (with an ellipsis).
+    pub max_example_chars: usize,
+    /// Time limit for each counting or sampling query.
+    pub query_timeout: Duration,
+}
+
+impl Default for IntrospectOptions {
+    fn default() -> Self {
+        IntrospectOptions {
+            examples_per_column: 3,
+            max_example_chars: 40,
+            query_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Schema {
+    pub tables: Vec<Table>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Table {
+    pub name: String,
+    /// None when counting timed out.
+    pub row_count: Option<u64>,
+    pub columns: Vec<Column>,
+    pub foreign_keys: Vec<ForeignKey>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Column {
+    pub name: String,
+    /// Declared type as written in the DDL (may be empty in SQLite).
+    pub declared_type: String,
+    pub primary_key: bool,
+    pub examples: Vec<Value>,
+    /// Human description (BIRD `column_description`, or the expanded name).
+    pub description: Option<String>,
+    /// Notes on what the stored values mean (BIRD `value_description`).
+    pub value_description: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ForeignKey {
+    pub column: String,
+    pub foreign_table: String,
+    /// None when the key points at the other table's primary key implicitly.
+    pub foreign_column: Option<String>,
+}
+
+impl Schema {
+    /// Introspects the database at `path` (read-only).
+    pub fn load(path: &Path, options: &IntrospectOptions) -> Result<Schema> {
+        let mut conn = open_read_only(path)?;
+        let deadline = Deadline::install(&mut conn).map_err(|e| db_error(path, e))?;
+        let names = table_names(&conn).map_err(|e| db_error(path, e))?;
+        let descriptions = super::descriptions::load_for(path)?;
+        let mut tables = Vec::with_capacity(names.len());
+        for name in names {
+            let mut table = describe_table(&conn, &deadline, &name, options)
+                .map_err(|e| db_error(path, e))?;
+            if let Some(notes) = descriptions.get(&name.to_lowercase()) {
+                for column in &mut table.columns {
+                    if let Some(note) = notes.get(&column.name.to_lowercase()) {
+                        column.description = note.description.clone();
+                        column.value_description = note.value_description.clone();
+                    }
+                }
+            }
+            tables.push(table);
+        }
+        Ok(Schema { tables })
+    }
+
+    pub fn table(&self, name: &str) -> Option<&Table> {
+        self.tables
+            .iter()
+            .find(|t| t.name.eq_ignore_ascii_case(name))
+    }
+}
+
+fn db_error(path: &Path, error: rusqlite::Error) -> Error {
+    Error::DatabaseOpen {
+        path: path.to_path_buf(),
+        detail: error.to_string(),
+    }
+}
+
+fn table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut statement = conn.prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid",
+    )?;
+    let names = statement.query_map([], |row| row.get(0))?;
+    names.collect()
+}
+
+fn describe_table(
+    conn: &Connection,
+    deadline: &Deadline,
+    name: &str,
+    options: &IntrospectOptions,
+) -> rusqlite::Result<Table> {
+    let quoted = quote_identifier(name);
+    let mut statement = conn.prepare(&format!("PRAGMA table_info({quoted})"))?;
+    let mut columns: Vec<Column> = statement
+        .query_map([], |row| {
+            Ok(Column {
+                name: row.get(1)?,
+                declared_type: row.get::<_, Option<String>>(2)?.unwrap_or_default(),
+                primary_key: row.get::<_, i64>(5)? > 0,
+                examples: Vec::new(),
+                description: None,
+                value_description: None,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut statement = conn.prepare(&format!("PRAGMA foreign_key_list({quoted})"))?;
+    let foreign_keys = statement
+        .query_map([], |row| {
+            Ok(ForeignKey {
+                column: row.get(3)?,
+                foreign_table: row.get(2)?,
+                foreign_column: row.get(4)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+
+    deadline.arm(options.query_timeout);
+    let row_count = bounded(conn.query_row(&format!("SELECT count(*) FROM {quoted}"), [], |r| {
+        r.get::<_, i64>(0)
+    }))?
+    .map(|n| n as u64);
+    for column in &mut columns {
+        deadline.arm(options.query_timeout);
+        column.examples = bounded(examples(conn, &quoted, &column.name, options))?.unwrap_or_default();
+    }
+    deadline.disarm();
+    Ok(Table {
+        name: name.to_string(),
+        row_count,
+        columns,
+        foreign_keys,
+    })
+}
+
+/// Turns an interrupted (timed-out) query into `None` and keeps other errors.
+fn bounded<T>(result: rusqlite::Result<T>) -> rusqlite::Result<Option<T>> {
+    match result {
+        Ok(value) => Ok(Some(value)),
+        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) => {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn examples(
+    conn: &Connection,
+    quoted_table: &str,
+    column: &str,
+    options: &IntrospectOptions,
+) -> rusqlite::Result<Vec<Value>> {
+    let quoted_column = quote_identifier(column);
+    let sql = format!(
+        "SELECT DISTINCT {quoted_column} FROM {quoted_table} WHERE {quoted_column} IS NOT NULL LIMIT {}",
+        options.examples_per_column
+    );
+    let mut statement = conn.prepare(&sql)?;
+    let values = statement.query_map([], |row| Ok(Value::from_ref(row.get_ref(0)?)))?;
+    values
+        .map(|v| v.map(|v| shorten(v, options.max_example_chars)))
+        .collect()
+}
+
+fn shorten(value: Value, max_chars: usize) -> Value {
+    match value {
+        Value::Text(s) if s.chars().count() > max_chars => {
+            let cut: String = s.chars().take(max_chars).collect();
+            Value::Text(format!("{cut}…"))
+        }
+        other => other,
+    }
+}
+
+/// Quotes an identifier for SQLite when it is not a plain word.
+pub fn quote_identifier(name: &str) -> String {
+    let plain = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if plain && !is_reserved(name) {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    }
+}
+
+fn is_reserved(name: &str) -> bool {
+    const RESERVED: &[&str] = &[
+        "order", "group", "select", "from", "where", "table", "index", "by", "to", "when",
+        "case", "values", "limit", "join", "on", "as", "and", "or", "not", "in", "is",
+        "null", "default", "check", "primary", "references", "key", "unique", "having",
+        "union", "all", "distinct", "exists", "between", "like", "set", "into",
+    ];
+    RESERVED.iter().any(|r| r.eq_ignore_ascii_case(name))
+}
+
+/// Column notes keyed by lower-cased table name, then lower-cased column name.
+pub(crate) type DescriptionMap = HashMap<String, HashMap<String, ColumnNote>>;
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ColumnNote {
+    pub description: Option<String>,
+    pub value_description: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_only_when_needed() {
+        assert_eq!(quote_identifier("singer_id"), "singer_id");
+        assert_eq!(quote_identifier("Home Town"), "\"Home Town\"");
+        assert_eq!(quote_identifier("order"), "\"order\"");
+        assert_eq!(quote_identifier("a\"b"), "\"a\"\"b\"");
+        assert_eq!(quote_identifier("2nd"), "\"2nd\"");
+    }
+}

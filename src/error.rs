@@ -1,0 +1,60 @@
+//! One error type for the library. Every failure a user can cause is a variant
+//! whose message names the problem and what to do about it, on one line.
+
+use std::path::PathBuf;
+
+/// Why a single SQL query produced no result. Cheap to clone, because results
+/// (including failures) are cached and shared between search branches.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    /// The text is not exactly one read-only query.
+    #[error("refused: {0}; only a single SELECT (or WITH ... SELECT) query is allowed")]
+    Refused(String),
+    /// The query ran past its wall-time limit and was interrupted.
+    #[error("query interrupted after the {limit_ms} ms time limit")]
+    Timeout { limit_ms: u64 },
+    /// SQLite rejected or failed the query (syntax error, unknown column, ...).
+    #[error("SQL error: {0}")]
+    Sql(String),
+}
+
+/// Every error the library reports to a user.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("database {} does not exist; pass the path of a SQLite file with --db", .0.display())]
+    DatabaseMissing(PathBuf),
+    #[error("{} is not a SQLite database ({reason}); pass a SQLite file with --db", path.display())]
+    NotSqlite { path: PathBuf, reason: String },
+    #[error("database {} is corrupt ({detail}); restore it from a good copy", path.display())]
+    CorruptDatabase { path: PathBuf, detail: String },
+    #[error("cannot open database {}: {detail}", path.display())]
+    DatabaseOpen { path: PathBuf, detail: String },
+    #[error(transparent)]
+    Query(#[from] QueryError),
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("dataset {}: {detail}", path.display())]
+    Dataset { path: PathBuf, detail: String },
+    #[error("predictions {}, line {line}: {detail}; expected one JSON object per line like {{\"question_id\": 3, \"sql\": \"SELECT ...\"}}", path.display())]
+    Predictions {
+        path: PathBuf,
+        line: usize,
+        detail: String,
+    },
+    #[error("{0}")]
+    InvalidArgument(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
