@@ -54,20 +54,26 @@ pub fn spider_equal(gold: &ResultDigest, pred: &ResultDigest, order_matters: boo
     let mut permutation = Vec::with_capacity(gold.width());
     let mut used = vec![false; gold.width()];
     let mut budget = MAX_PERMUTATIONS;
-    search_permutation(&candidates, &mut permutation, &mut used, &mut budget, &mut |perm| {
-        let permuted: Vec<u128> = pred
-            .rows()
-            .map(|row| {
-                let reordered: Vec<u64> = perm.iter().map(|&j| row[j]).collect();
-                ResultDigest::row_hash(&reordered)
-            })
-            .collect();
-        if order_matters {
-            permuted == gold_rows
-        } else {
-            multiset(&permuted) == gold_multiset
-        }
-    })
+    search_permutation(
+        &candidates,
+        &mut permutation,
+        &mut used,
+        &mut budget,
+        &mut |perm| {
+            let permuted: Vec<u128> = pred
+                .rows()
+                .map(|row| {
+                    let reordered: Vec<u64> = perm.iter().map(|&j| row[j]).collect();
+                    ResultDigest::row_hash(&reordered)
+                })
+                .collect();
+            if order_matters {
+                permuted == gold_rows
+            } else {
+                multiset(&permuted) == gold_multiset
+            }
+        },
+    )
 }
 
 /// Depth-first search over bijections gold column -> predicted column,
@@ -143,52 +149,121 @@ mod tests {
 
     #[test]
     fn tricky_pairs() {
-        let cases: Vec<(&str, Vec<Vec<Value>>, Vec<Vec<Value>>, bool, bool, bool)> = vec![
-            ("int equals real", vec![vec![I(1)]], vec![vec![R(1.0)]], false, true, true),
-            ("real fraction differs", vec![vec![I(1)]], vec![vec![R(1.5)]], false, false, false),
-            ("text is not a number", vec![vec![I(1)]], vec![vec![t("1")]], false, false, false),
-            ("float noise is not rounded", vec![vec![R(0.3)]], vec![vec![R(0.1 + 0.2)]], false, false, false),
-            ("same float", vec![vec![R(0.1 + 0.2)]], vec![vec![R(0.1 + 0.2)]], false, true, true),
+        type Rows = Vec<Vec<Value>>;
+        let cases: Vec<(&str, Rows, Rows, bool, bool, bool)> = vec![
+            (
+                "int equals real",
+                vec![vec![I(1)]],
+                vec![vec![R(1.0)]],
+                false,
+                true,
+                true,
+            ),
+            (
+                "real fraction differs",
+                vec![vec![I(1)]],
+                vec![vec![R(1.5)]],
+                false,
+                false,
+                false,
+            ),
+            (
+                "text is not a number",
+                vec![vec![I(1)]],
+                vec![vec![t("1")]],
+                false,
+                false,
+                false,
+            ),
+            (
+                "float noise is not rounded",
+                vec![vec![R(0.3)]],
+                vec![vec![R(0.1 + 0.2)]],
+                false,
+                false,
+                false,
+            ),
+            (
+                "same float",
+                vec![vec![R(0.1 + 0.2)]],
+                vec![vec![R(0.1 + 0.2)]],
+                false,
+                true,
+                true,
+            ),
             (
                 "row order ignored without ORDER BY",
                 vec![vec![I(1)], vec![I(2)]],
                 vec![vec![I(2)], vec![I(1)]],
-                false, true, true,
+                false,
+                true,
+                true,
             ),
             (
                 "row order matters with ORDER BY (Spider only)",
                 vec![vec![I(1)], vec![I(2)]],
                 vec![vec![I(2)], vec![I(1)]],
-                true, true, false,
+                true,
+                true,
+                false,
             ),
             (
                 "duplicates: set vs multiset",
                 vec![vec![I(1)], vec![I(1)], vec![I(2)]],
                 vec![vec![I(1)], vec![I(2)]],
-                false, true, false,
+                false,
+                true,
+                false,
             ),
-            ("NULL equals NULL", vec![vec![Null]], vec![vec![Null]], false, true, true),
-            ("NULL is not zero", vec![vec![Null]], vec![vec![I(0)]], false, false, false),
+            (
+                "NULL equals NULL",
+                vec![vec![Null]],
+                vec![vec![Null]],
+                false,
+                true,
+                true,
+            ),
+            (
+                "NULL is not zero",
+                vec![vec![Null]],
+                vec![vec![I(0)]],
+                false,
+                false,
+                false,
+            ),
             (
                 "column order: BIRD strict, Spider permutes",
                 vec![vec![I(1), t("a")], vec![I(2), t("b")]],
                 vec![vec![t("a"), I(1)], vec![t("b"), I(2)]],
-                false, false, true,
+                false,
+                false,
+                true,
             ),
             (
                 "a permutation must keep rows together",
                 vec![vec![I(1), I(2)], vec![I(3), I(4)]],
                 vec![vec![I(1), I(4)], vec![I(3), I(2)]],
-                false, false, false,
+                false,
+                false,
+                false,
             ),
             (
                 "extra column is wrong",
                 vec![vec![I(1)]],
                 vec![vec![I(1), I(2)]],
-                false, false, false,
+                false,
+                false,
+                false,
             ),
             ("empty equals empty", vec![], vec![], false, true, true),
-            ("empty is not a NULL row", vec![], vec![vec![Null]], false, false, false),
+            (
+                "empty is not a NULL row",
+                vec![],
+                vec![vec![Null]],
+                false,
+                false,
+                false,
+            ),
         ];
         for (name, gold, pred, ordered, bird, spider) in cases {
             let (g, p) = (digest(&gold), digest(&pred));

@@ -83,9 +83,18 @@ mod tests {
                    type,,\"The kind of event, such as game\",text,\"e.g. Game\"\n\
                    amt,amount,,real,\n";
         let notes = parse_table_csv(&decode(csv.as_bytes()));
-        assert_eq!(notes["event_id"].description.as_deref(), Some("A unique identifier"));
-        assert_eq!(notes["type"].description.as_deref(), Some("The kind of event, such as game"));
-        assert_eq!(notes["type"].value_description.as_deref(), Some("e.g. Game"));
+        assert_eq!(
+            notes["event_id"].description.as_deref(),
+            Some("A unique identifier")
+        );
+        assert_eq!(
+            notes["type"].description.as_deref(),
+            Some("The kind of event, such as game")
+        );
+        assert_eq!(
+            notes["type"].value_description.as_deref(),
+            Some("e.g. Game")
+        );
         assert_eq!(notes["amt"].description.as_deref(), Some("amount"));
     }
 

@@ -9,11 +9,13 @@ use super::value::Value;
 use crate::error::{QueryError, Result};
 use lru::LruCache;
 use rayon::prelude::*;
+use rusqlite::hooks::Authorization;
 use rusqlite::{Connection, ErrorCode};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -63,6 +65,9 @@ pub type QueryOutcome = Result<Arc<QueryResult>, QueryError>;
 struct GuardedConnection {
     conn: Connection,
     deadline: Deadline,
+    /// Set by the authorizer when it denies something: SQLite reports some
+    /// denials (functions, for one) as plain errors, and this tells them apart.
+    denied: Arc<AtomicBool>,
 }
 
 /// A read-only executor over one database file.
@@ -131,23 +136,23 @@ impl Executor {
     /// Fingerprints the full result of a query, keeping no rows and no cache
     /// entry: what the evaluator needs, at 8 bytes a cell.
     pub fn digest(&self, sql: &str) -> Result<ResultDigest, QueryError> {
-        self.run(sql, |_, _| {}).map(|(_, digest, _)| digest)
+        self.run(sql, |_, _| {}).map(|stepped| stepped.digest)
     }
 
     fn run_uncached(&self, sql: &str) -> Result<QueryResult, QueryError> {
         let started = Instant::now();
         let mut rows = Vec::new();
         let max_rows = self.config.max_rows;
-        let (columns, digest, total_rows) = self.run(sql, |index, row| {
+        let stepped = self.run(sql, |index, row| {
             if index < max_rows {
                 rows.push(row);
             }
         })?;
         Ok(QueryResult {
-            columns,
+            columns: stepped.columns,
             rows,
-            total_rows,
-            digest,
+            total_rows: stepped.total_rows,
+            digest: stepped.digest,
             elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
         })
     }
@@ -158,15 +163,28 @@ impl Executor {
         &self,
         sql: &str,
         mut keep: impl FnMut(usize, Vec<Value>),
-    ) -> Result<(Vec<String>, ResultDigest, usize), QueryError> {
+    ) -> Result<Stepped, QueryError> {
         check_single_read(sql)?;
         let guarded = self.take_connection()?;
+        guarded.denied.store(false, Ordering::Relaxed);
         guarded.deadline.arm(self.config.timeout);
-        let result = step_all(&guarded.conn, sql, self.config.max_rows, &mut keep)
-            .map_err(|e| query_error(e, self.config.timeout));
+        let to_query_error = |e: rusqlite::Error| {
+            if guarded.denied.load(Ordering::Relaxed) {
+                QueryError::Refused(format!("SQLite's authorizer denied it ({e})"))
+            } else {
+                query_error(e, self.config.timeout)
+            }
+        };
+        let result = step_all(
+            &guarded.conn,
+            sql,
+            self.config.max_rows,
+            &mut keep,
+            to_query_error,
+        );
         guarded.deadline.disarm();
         self.pool.lock().expect("pool lock").push(guarded);
-        result?
+        result
     }
 
     fn take_connection(&self) -> Result<GuardedConnection, QueryError> {
@@ -177,22 +195,35 @@ impl Executor {
     }
 }
 
+/// What stepping a statement to the end leaves behind besides kept rows.
+struct Stepped {
+    columns: Vec<String>,
+    digest: ResultDigest,
+    total_rows: usize,
+}
+
 fn step_all(
     conn: &Connection,
     sql: &str,
     max_rows: usize,
     keep: &mut impl FnMut(usize, Vec<Value>),
-) -> Result<Result<(Vec<String>, ResultDigest, usize), QueryError>, rusqlite::Error> {
-    let mut statement = conn.prepare(sql)?;
+    to_query_error: impl Fn(rusqlite::Error) -> QueryError,
+) -> Result<Stepped, QueryError> {
+    let mut statement = conn.prepare(sql).map_err(&to_query_error)?;
     // SQLite's own verdict on the compiled statement, a third guard.
     if !statement.readonly() {
-        return Ok(Err(QueryError::Refused("the statement would write".into())));
+        return Err(QueryError::Refused("the statement would write".into()));
     }
-    let columns: Vec<String> = statement
-        .column_names()
-        .into_iter()
-        .map(String::from)
-        .collect();
+    let columns: Vec<String> = statement.column_names().map(String::from).collect();
+    step_rows(&mut statement, columns, max_rows, keep).map_err(to_query_error)
+}
+
+fn step_rows(
+    statement: &mut rusqlite::Statement<'_>,
+    columns: Vec<String>,
+    max_rows: usize,
+    keep: &mut impl FnMut(usize, Vec<Value>),
+) -> Result<Stepped, rusqlite::Error> {
     let width = columns.len();
     let mut digest = ResultDigest::new(width);
     let mut rows = statement.query([])?;
@@ -206,22 +237,38 @@ fn step_all(
         }
         count += 1;
     }
-    Ok(Ok((columns, digest, count)))
+    Ok(Stepped {
+        columns,
+        digest,
+        total_rows: count,
+    })
 }
 
 fn connect(path: &Path) -> Result<GuardedConnection> {
     let mut conn = open_read_only(path)?;
+    let denied = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&denied);
     let setup = |conn: &mut Connection| -> Result<Deadline, rusqlite::Error> {
         // Belt and braces beside the read-only open: SQLite refuses writes.
         conn.pragma_update(None, "query_only", true)?;
-        conn.authorizer(Some(authorize))?;
+        conn.authorizer(Some(move |context: rusqlite::hooks::AuthContext<'_>| {
+            let verdict = authorize(context);
+            if verdict == Authorization::Deny {
+                flag.store(true, Ordering::Relaxed);
+            }
+            verdict
+        }))?;
         Deadline::install(conn)
     };
     let deadline = setup(&mut conn).map_err(|e| crate::error::Error::DatabaseOpen {
         path: path.to_path_buf(),
         detail: e.to_string(),
     })?;
-    Ok(GuardedConnection { conn, deadline })
+    Ok(GuardedConnection {
+        conn,
+        deadline,
+        denied,
+    })
 }
 
 fn query_error(error: rusqlite::Error, timeout: Duration) -> QueryError {
@@ -229,14 +276,52 @@ fn query_error(error: rusqlite::Error, timeout: Duration) -> QueryError {
         Some(ErrorCode::OperationInterrupted) => QueryError::Timeout {
             limit_ms: timeout.as_millis() as u64,
         },
-        Some(ErrorCode::AuthorizationForStatementDenied) => {
-            QueryError::Refused(format!("SQLite's authorizer denied it ({error})"))
-        }
         _ => match error {
             rusqlite::Error::MultipleStatement => {
                 QueryError::Refused("more than one statement was given".into())
             }
             other => QueryError::Sql(other.to_string()),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The authorizer and SQLite's read-only verdict must stop writes on
+    /// their own, without the parser check in front of them.
+    #[test]
+    fn sqlite_layers_refuse_writes_without_the_parser_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("t.sqlite");
+        let setup = Connection::open(&db).unwrap();
+        setup
+            .execute_batch("CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (1);")
+            .unwrap();
+        drop(setup);
+        let before = std::fs::read(&db).unwrap();
+        let guarded = connect(&db).unwrap();
+        let copy = dir.path().join("copy.db");
+        for sql in [
+            "DELETE FROM t".to_string(),
+            "INSERT INTO t VALUES (2)".into(),
+            "CREATE TEMP TABLE x (a)".into(),
+            "PRAGMA user_version = 3".into(),
+            format!(
+                "ATTACH DATABASE '{}' AS x",
+                dir.path().join("x.db").display()
+            ),
+            format!("VACUUM INTO '{}'", copy.display()),
+            "SELECT load_extension('nope')".into(),
+        ] {
+            let outcome = step_all(&guarded.conn, &sql, 10, &mut |_, _| {}, |e| {
+                QueryError::Sql(e.to_string())
+            });
+            assert!(outcome.is_err(), "{sql:?} ran without the parser check");
+        }
+        assert_eq!(std::fs::read(&db).unwrap(), before);
+        assert!(!copy.exists());
+        assert!(!dir.path().join("x.db").exists());
     }
 }

@@ -65,7 +65,9 @@ fn check_unparsed(sql: &str) -> Result<(), QueryError> {
         .rposition(|t| *t != Token::SemiColon)
         .unwrap_or(0);
     if tokens[..body_end].contains(&Token::SemiColon) {
-        return Err(QueryError::Refused("more than one statement was given".into()));
+        return Err(QueryError::Refused(
+            "more than one statement was given".into(),
+        ));
     }
     Ok(())
 }
@@ -83,10 +85,7 @@ fn significant_tokens(sql: &str) -> Result<Vec<Token>, String> {
 }
 
 fn first_words(sql: &str) -> String {
-    sql.split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
+    sql.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
 /// The SQLite authorizer every guarded connection runs with: reading tables
@@ -231,6 +230,9 @@ mod tests {
             strip_distinct("SELECT DISTINCT a, count(distinct b) FROM t"),
             "SELECT  a, count( b) FROM t"
         );
-        assert_eq!(strip_distinct("SELECT \"distinct\" FROM t"), "SELECT \"distinct\" FROM t");
+        assert_eq!(
+            strip_distinct("SELECT \"distinct\" FROM t"),
+            "SELECT \"distinct\" FROM t"
+        );
     }
 }

@@ -73,7 +73,11 @@ fn render_table(table: &Table, detail: Detail) -> String {
         Some(n) => format!(" -- {n} rows"),
         None => String::new(),
     };
-    let _ = writeln!(out, "CREATE TABLE {} ({rows}", quote_identifier(&table.name));
+    let _ = writeln!(
+        out,
+        "CREATE TABLE {} ({rows}",
+        quote_identifier(&table.name)
+    );
     let primary_keys: Vec<&str> = table
         .columns
         .iter()
@@ -90,7 +94,11 @@ fn render_table(table: &Table, detail: Detail) -> String {
         if column.primary_key && primary_keys.len() == 1 {
             definition.push_str(" PRIMARY KEY");
         }
-        if let Some(fk) = table.foreign_keys.iter().find(|fk| fk.column == column.name) {
+        if let Some(fk) = table
+            .foreign_keys
+            .iter()
+            .find(|fk| fk.column == column.name)
+        {
             let target = fk
                 .foreign_column
                 .as_deref()

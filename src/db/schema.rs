@@ -75,8 +75,8 @@ impl Schema {
         let descriptions = super::descriptions::load_for(path)?;
         let mut tables = Vec::with_capacity(names.len());
         for name in names {
-            let mut table = describe_table(&conn, &deadline, &name, options)
-                .map_err(|e| db_error(path, e))?;
+            let mut table =
+                describe_table(&conn, &deadline, &name, options).map_err(|e| db_error(path, e))?;
             if let Some(notes) = descriptions.get(&name.to_lowercase()) {
                 for column in &mut table.columns {
                     if let Some(note) = notes.get(&column.name.to_lowercase()) {
@@ -144,13 +144,16 @@ fn describe_table(
         .collect::<rusqlite::Result<_>>()?;
 
     deadline.arm(options.query_timeout);
-    let row_count = bounded(conn.query_row(&format!("SELECT count(*) FROM {quoted}"), [], |r| {
-        r.get::<_, i64>(0)
-    }))?
+    let row_count = bounded(
+        conn.query_row(&format!("SELECT count(*) FROM {quoted}"), [], |r| {
+            r.get::<_, i64>(0)
+        }),
+    )?
     .map(|n| n as u64);
     for column in &mut columns {
         deadline.arm(options.query_timeout);
-        column.examples = bounded(examples(conn, &quoted, &column.name, options))?.unwrap_or_default();
+        column.examples =
+            bounded(examples(conn, &quoted, &column.name, options))?.unwrap_or_default();
     }
     deadline.disarm();
     Ok(Table {
@@ -214,10 +217,43 @@ pub fn quote_identifier(name: &str) -> String {
 
 fn is_reserved(name: &str) -> bool {
     const RESERVED: &[&str] = &[
-        "order", "group", "select", "from", "where", "table", "index", "by", "to", "when",
-        "case", "values", "limit", "join", "on", "as", "and", "or", "not", "in", "is",
-        "null", "default", "check", "primary", "references", "key", "unique", "having",
-        "union", "all", "distinct", "exists", "between", "like", "set", "into",
+        "order",
+        "group",
+        "select",
+        "from",
+        "where",
+        "table",
+        "index",
+        "by",
+        "to",
+        "when",
+        "case",
+        "values",
+        "limit",
+        "join",
+        "on",
+        "as",
+        "and",
+        "or",
+        "not",
+        "in",
+        "is",
+        "null",
+        "default",
+        "check",
+        "primary",
+        "references",
+        "key",
+        "unique",
+        "having",
+        "union",
+        "all",
+        "distinct",
+        "exists",
+        "between",
+        "like",
+        "set",
+        "into",
     ];
     RESERVED.iter().any(|r| r.eq_ignore_ascii_case(name))
 }

@@ -1,0 +1,220 @@
+//! Readers for the benchmark formats: LogicCat, Spider and BIRD dev sets, as
+//! laid out in their public releases.
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DatasetKind {
+    /// `dev.json` + `databases/<db>/<db>.sqlite`.
+    Logiccat,
+    /// `dev.json` + `database/<db>/<db>.sqlite`.
+    Spider,
+    /// `dev.json` (evidence used as the hint) + `dev_databases/<db>/<db>.sqlite`.
+    Bird,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Split {
+    /// Every question in `dev.json`.
+    #[default]
+    All,
+    /// LogicCat's published 500-question subset (`in_mini500`).
+    Mini500,
+    /// BIRD's mini-dev questions (`mini_dev_sqlite.json`).
+    Minidev,
+}
+
+/// One benchmark question with its gold query.
+#[derive(Debug, Clone, Serialize)]
+pub struct Example {
+    pub question_id: String,
+    pub db_id: String,
+    pub db_path: PathBuf,
+    pub question: String,
+    pub hint: Option<String>,
+    pub gold_sql: String,
+    /// BIRD difficulty or LogicCat type, for breakdowns.
+    pub group: Option<String>,
+}
+
+/// Which questions to keep.
+#[derive(Debug, Clone, Default)]
+pub struct Filters {
+    pub split: Split,
+    /// Only questions on this database.
+    pub db: Option<String>,
+    /// At most this many questions (after the other filters).
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadedDataset {
+    pub kind: DatasetKind,
+    pub split: Split,
+    pub examples: Vec<Example>,
+    /// Questions left out because their database file is not there, by db.
+    pub skipped_missing_db: BTreeMap<String, usize>,
+}
+
+impl LoadedDataset {
+    pub fn skipped(&self) -> usize {
+        self.skipped_missing_db.values().sum()
+    }
+}
+
+#[derive(Deserialize)]
+struct LogicCatRecord {
+    question_id: u64,
+    db_id: String,
+    question: String,
+    query: String,
+    #[serde(rename = "type")]
+    kind: String,
+    in_mini500: bool,
+}
+
+#[derive(Deserialize)]
+struct SpiderRecord {
+    db_id: String,
+    question: String,
+    query: String,
+}
+
+#[derive(Deserialize)]
+struct BirdRecord {
+    question_id: u64,
+    db_id: String,
+    question: String,
+    #[serde(default)]
+    evidence: String,
+    #[serde(rename = "SQL")]
+    sql: String,
+    #[serde(default)]
+    difficulty: Option<String>,
+}
+
+/// Reads a dataset from its folder and applies the filters.
+pub fn load(kind: DatasetKind, data_dir: &Path, filters: &Filters) -> Result<LoadedDataset> {
+    let split_error = |what: &str| {
+        Err(Error::InvalidArgument(format!(
+            "--split {what} applies only to {}; use --split all",
+            if what == "mini500" {
+                "logiccat"
+            } else {
+                "bird"
+            }
+        )))
+    };
+    let examples: Vec<Example> = match kind {
+        DatasetKind::Logiccat => {
+            if filters.split == Split::Minidev {
+                return split_error("minidev");
+            }
+            let records: Vec<LogicCatRecord> = read_json(&data_dir.join("dev.json"))?;
+            let mut records: Vec<_> = records
+                .into_iter()
+                .filter(|r| filters.split == Split::All || r.in_mini500)
+                .collect();
+            records.sort_by_key(|r| r.question_id);
+            records
+                .into_iter()
+                .map(|r| Example {
+                    question_id: r.question_id.to_string(),
+                    db_path: db_file(data_dir, "databases", &r.db_id),
+                    db_id: r.db_id,
+                    question: r.question,
+                    hint: None,
+                    gold_sql: r.query,
+                    group: Some(format!("type {}", r.kind)),
+                })
+                .collect()
+        }
+        DatasetKind::Spider => {
+            if filters.split != Split::All {
+                return split_error(if filters.split == Split::Mini500 {
+                    "mini500"
+                } else {
+                    "minidev"
+                });
+            }
+            let records: Vec<SpiderRecord> = read_json(&data_dir.join("dev.json"))?;
+            records
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| Example {
+                    question_id: i.to_string(),
+                    db_path: db_file(data_dir, "database", &r.db_id),
+                    db_id: r.db_id,
+                    question: r.question,
+                    hint: None,
+                    gold_sql: r.query,
+                    group: None,
+                })
+                .collect()
+        }
+        DatasetKind::Bird => {
+            let file = match filters.split {
+                Split::All => "dev.json",
+                Split::Minidev => "mini_dev_sqlite.json",
+                Split::Mini500 => return split_error("mini500"),
+            };
+            let records: Vec<BirdRecord> = read_json(&data_dir.join(file))?;
+            records
+                .into_iter()
+                .map(|r| Example {
+                    question_id: r.question_id.to_string(),
+                    db_path: db_file(data_dir, "dev_databases", &r.db_id),
+                    db_id: r.db_id,
+                    question: r.question,
+                    hint: Some(r.evidence).filter(|e| !e.trim().is_empty()),
+                    gold_sql: r.sql,
+                    group: r.difficulty,
+                })
+                .collect()
+        }
+    };
+    let mut skipped_missing_db = BTreeMap::new();
+    let mut kept = Vec::new();
+    for example in examples {
+        if filters.db.as_deref().is_some_and(|db| db != example.db_id) {
+            continue;
+        }
+        if !example.db_path.is_file() {
+            *skipped_missing_db.entry(example.db_id.clone()).or_insert(0) += 1;
+            continue;
+        }
+        kept.push(example);
+    }
+    if let Some(limit) = filters.limit {
+        kept.truncate(limit);
+    }
+    Ok(LoadedDataset {
+        kind,
+        split: filters.split,
+        examples: kept,
+        skipped_missing_db,
+    })
+}
+
+fn db_file(data_dir: &Path, folder: &str, db_id: &str) -> PathBuf {
+    data_dir
+        .join(folder)
+        .join(db_id)
+        .join(format!("{db_id}.sqlite"))
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Dataset {
+        path: path.to_path_buf(),
+        detail: format!("{e}; check --data-dir"),
+    })?;
+    serde_json::from_str(&text).map_err(|e| Error::Dataset {
+        path: path.to_path_buf(),
+        detail: format!("not in the expected format: {e}"),
+    })
+}

@@ -1,0 +1,116 @@
+//! Turning results and reports into text for a terminal.
+
+use comfy_table::Table;
+use iesr::db::QueryResult;
+use iesr::eval::{Report, Tally};
+use iesr::{Error, Result};
+use std::io::Write;
+
+/// Writes to stdout; a closed pipe (`| head`) ends quietly.
+pub fn print_text(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    let written = stdout
+        .write_all(text.as_bytes())
+        .and_then(|_| {
+            if text.ends_with('\n') {
+                Ok(())
+            } else {
+                stdout.write_all(b"\n")
+            }
+        })
+        .and_then(|_| stdout.flush());
+    match written {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Error::io("standard output", e))
+        }
+        _ => Ok(()),
+    }
+}
+
+pub fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(value).expect("report types serialize");
+    print_text(&text)
+}
+
+pub fn result_table(result: &QueryResult) -> String {
+    let mut table = Table::new();
+    table.set_header(&result.columns);
+    for row in &result.rows {
+        table.add_row(row.iter().map(|v| v.to_string()));
+    }
+    let shown = if result.truncated() {
+        format!("first {} of {} rows", result.rows.len(), result.total_rows)
+    } else if result.total_rows == 1 {
+        "1 row".to_string()
+    } else {
+        format!("{} rows", result.total_rows)
+    };
+    format!("{table}\n{shown} in {:.1} ms\n", result.elapsed_ms)
+}
+
+fn tally_cells(tally: &Tally) -> [String; 4] {
+    [
+        tally.scored.to_string(),
+        format!("{:.2}", tally.ex()),
+        tally.nonempty_scored.to_string(),
+        format!("{:.2}", tally.ex_nonempty()),
+    ]
+}
+
+pub fn report_text(report: &Report) -> String {
+    let mut out = String::new();
+    let dataset = &report.dataset;
+    out.push_str(&format!(
+        "{:?} (split {:?}): {} questions, {:?} semantics\n",
+        dataset.kind, dataset.split, dataset.questions, report.semantics
+    ));
+    let skipped: usize = dataset.skipped_missing_db.values().sum();
+    if skipped > 0 {
+        let dbs: Vec<String> = dataset
+            .skipped_missing_db
+            .iter()
+            .map(|(db, n)| format!("{db} ({n})"))
+            .collect();
+        out.push_str(&format!(
+            "skipped {skipped} questions whose database is missing: {}\n",
+            dbs.join(", ")
+        ));
+    }
+    if report.gold_failed > 0 {
+        out.push_str(&format!(
+            "gold SQL failed for {} questions: not counted\n",
+            report.gold_failed
+        ));
+    }
+    if report.missing_predictions > 0 {
+        out.push_str(&format!(
+            "{} questions have no prediction: counted wrong\n",
+            report.missing_predictions
+        ));
+    }
+    if report.prediction_failed > 0 {
+        out.push_str(&format!(
+            "{} predictions failed to execute: counted wrong\n",
+            report.prediction_failed
+        ));
+    }
+    let mut table = Table::new();
+    table.set_header([
+        "slice",
+        "scored",
+        "EX %",
+        "non-empty gold",
+        "EX % (non-empty)",
+    ]);
+    for (group, tally) in &report.by_group {
+        let mut row = vec![group.clone()];
+        row.extend(tally_cells(tally));
+        table.add_row(row);
+    }
+    let mut row = vec!["all".to_string()];
+    row.extend(tally_cells(&report.overall));
+    table.add_row(row);
+    out.push_str(&table.to_string());
+    out.push('\n');
+    out
+}

@@ -1,0 +1,132 @@
+//! The `iesr` binary as a user meets it: output on success, one clear line
+//! on stderr and a non-zero exit on failure.
+
+mod common;
+
+use assert_cmd::Command;
+use common::{datasets, student_club};
+use predicates::prelude::*;
+
+fn iesr() -> Command {
+    Command::cargo_bin("iesr").unwrap()
+}
+
+/// Runs the binary expecting failure, and returns its single stderr line.
+fn one_line_error(args: &[&str]) -> String {
+    let output = iesr().args(args).output().unwrap();
+    assert!(!output.status.success(), "{args:?} succeeded");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "not one line: {stderr}");
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+#[test]
+fn sql_prints_a_table() {
+    let db = student_club();
+    iesr()
+        .args([
+            "sql",
+            "--db",
+            db.to_str().unwrap(),
+            "SELECT type, count(*) AS n FROM event GROUP BY type ORDER BY n DESC",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Meeting").and(predicate::str::contains("rows in")));
+}
+
+#[test]
+fn sql_json_is_machine_readable() {
+    let db = student_club();
+    let output = iesr()
+        .args([
+            "sql",
+            "--json",
+            "--db",
+            db.to_str().unwrap(),
+            "SELECT first_name, last_name FROM member WHERE position = 'President'",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        json["columns"],
+        serde_json::json!(["first_name", "last_name"])
+    );
+    assert_eq!(json["total_rows"], 1);
+    assert_eq!(json["rows"], serde_json::json!([["Sacha", "Harrison"]]));
+}
+
+#[test]
+fn user_errors_are_one_line() {
+    let db = student_club();
+    let db = db.to_str().unwrap();
+    let missing = one_line_error(&["sql", "--db", "/no/such/file.sqlite", "SELECT 1"]);
+    assert!(missing.contains("/no/such/file.sqlite"), "{missing}");
+    let readme = datasets().join("README.md");
+    let not_db = one_line_error(&["schema", "--db", readme.to_str().unwrap()]);
+    assert!(not_db.contains("not a SQLite database"), "{not_db}");
+    assert!(one_line_error(&["sql", "--db", db, "DELETE FROM event"]).contains("refused"));
+    assert!(one_line_error(&["sql", "--db", db, ""]).contains("refused"));
+    assert!(
+        one_line_error(&["sql", "--db", db, "SELECT * FROM no_such_table"])
+            .contains("no such table")
+    );
+    assert!(one_line_error(&["sql", "--db", db, "SELECT 1", "--timeout=0"]).contains("--timeout"));
+}
+
+#[test]
+fn eval_scores_gold_and_reports_bad_predictions_files() {
+    let bird = datasets().join("bird");
+    let output = iesr()
+        .args([
+            "eval",
+            "--dataset",
+            "bird",
+            "--data-dir",
+            bird.to_str().unwrap(),
+            "--predictions",
+            "gold",
+            "--limit",
+            "10",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["ex"], 100.0);
+    assert_eq!(report["overall"]["scored"], 10);
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("preds.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"question_id\": 1312, \"sql\": \"SELECT 1\"}\nnot json\n",
+    )
+    .unwrap();
+    let err = one_line_error(&[
+        "eval",
+        "--dataset",
+        "bird",
+        "--data-dir",
+        bird.to_str().unwrap(),
+        "--predictions",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(err.contains("line 2"), "{err}");
+
+    let err = one_line_error(&[
+        "eval",
+        "--dataset",
+        "bird",
+        "--data-dir",
+        "/nowhere",
+        "--predictions",
+        "gold",
+    ]);
+    assert!(err.contains("--data-dir"), "{err}");
+}

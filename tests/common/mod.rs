@@ -1,0 +1,51 @@
+//! Shared helpers for integration tests: where the benchmark data lives, and
+//! scratch copies of real databases.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// `../shared/datasets` beside the repository, or `$IESR_DATASETS`.
+pub fn datasets() -> PathBuf {
+    let dir = std::env::var_os("IESR_DATASETS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets"));
+    assert!(
+        dir.join("README.md").is_file(),
+        "benchmark data not found at {}; set IESR_DATASETS",
+        dir.display()
+    );
+    dir
+}
+
+pub fn student_club() -> PathBuf {
+    datasets().join("bird/dev_databases/student_club/student_club.sqlite")
+}
+
+pub fn concert_singer() -> PathBuf {
+    datasets().join("spider/database/concert_singer/concert_singer.sqlite")
+}
+
+/// Copies a database into a fresh temporary folder (kept alive by the guard).
+pub fn scratch_copy(source: &Path) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let target = dir.path().join(source.file_name().expect("file name"));
+    std::fs::copy(source, &target).expect("copy database");
+    (dir, target)
+}
+
+/// A fingerprint of every file in a folder: names and contents.
+pub fn folder_fingerprint(dir: &Path) -> Vec<(String, u128)> {
+    let mut entries: Vec<(String, u128)> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| {
+            let path = e.expect("entry").path();
+            let bytes = std::fs::read(&path).unwrap_or_default();
+            (
+                path.file_name().unwrap().to_string_lossy().into_owned(),
+                xxhash_rust::xxh3::xxh3_128(&bytes),
+            )
+        })
+        .collect();
+    entries.sort();
+    entries
+}

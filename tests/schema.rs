@@ -1,0 +1,58 @@
+//! Schema introspection and rendering on real benchmark databases.
+
+mod common;
+
+use common::{concert_singer, student_club};
+use iesr::db::{render_schema, IntrospectOptions, Schema, Value};
+
+#[test]
+fn introspects_tables_keys_counts_examples_and_descriptions() {
+    let schema = Schema::load(&student_club(), &IntrospectOptions::default()).unwrap();
+    let names: Vec<&str> = schema.tables.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "event",
+            "major",
+            "zip_code",
+            "attendance",
+            "budget",
+            "expense",
+            "income",
+            "member"
+        ]
+    );
+    let event = schema.table("event").unwrap();
+    assert_eq!(event.row_count, Some(42));
+    let event_id = &event.columns[0];
+    assert_eq!(event_id.name, "event_id");
+    assert!(event_id.primary_key);
+    assert_eq!(
+        event_id.description.as_deref(),
+        Some("A unique identifier for the event")
+    );
+    let status = event.columns.iter().find(|c| c.name == "status").unwrap();
+    assert_eq!(status.examples.len(), 3);
+    assert!(status.examples.contains(&Value::Text("Open".into())));
+
+    let attendance = schema.table("attendance").unwrap();
+    let targets: Vec<(&str, &str)> = attendance
+        .foreign_keys
+        .iter()
+        .map(|fk| (fk.column.as_str(), fk.foreign_table.as_str()))
+        .collect();
+    assert!(targets.contains(&("link_to_event", "event")));
+    assert!(targets.contains(&("link_to_member", "member")));
+}
+
+#[test]
+fn renders_within_budget_and_keeps_keys() {
+    let schema = Schema::load(&concert_singer(), &IntrospectOptions::default()).unwrap();
+    let full = render_schema(&schema, 100_000);
+    assert!(full.contains("CREATE TABLE singer ("));
+    assert!(full.contains("REFERENCES"), "{full}");
+    assert!(full.contains("e.g."));
+    let small = render_schema(&schema, full.chars().count() / 2);
+    assert!(small.chars().count() <= full.chars().count() / 2);
+    assert!(small.contains("REFERENCES"), "{small}");
+}
