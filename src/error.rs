@@ -46,6 +46,26 @@ pub enum Error {
     },
     #[error("{0}")]
     InvalidArgument(String),
+    #[error("unknown model `{0}`; `iesr model list` shows the known ones, or pass --model PATH to a GGUF file")]
+    UnknownModel(String),
+    #[error("model file {} does not exist; run `iesr model pull` or pass --model PATH", .0.display())]
+    ModelMissing(PathBuf),
+    #[error("model file {} is not a usable GGUF ({detail}); delete it and run `iesr model pull` again", path.display())]
+    ModelCorrupt { path: PathBuf, detail: String },
+    #[error("model {} has architecture `{architecture}`, which iesr cannot run (supported: qwen2, qwen3, llama)", path.display())]
+    UnknownArchitecture { path: PathBuf, architecture: String },
+    #[error("checksum mismatch for {}: expected sha256 {expected}, got {actual}; the file was deleted, run `iesr model pull` again", path.display())]
+    ChecksumMismatch {
+        path: PathBuf,
+        expected: String,
+        actual: String,
+    },
+    #[error("cannot fetch the model: {0}")]
+    ModelPull(String),
+    #[error("the prompt has {tokens} tokens, more than the model's context of {context}; shorten the question or schema")]
+    PromptTooLong { tokens: usize, context: usize },
+    #[error("model failure: {0}")]
+    Inference(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -10,3 +10,4 @@ pub mod error;
 pub mod eval;
 
 pub use error::{Error, QueryError, Result};
+pub mod llm;

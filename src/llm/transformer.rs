@@ -1,0 +1,256 @@
+//! The decoder-only transformer shared by Qwen2, Qwen3 and Llama: our own
+//! forward pass over candle tensors and quantized matrices, with the key/value
+//! cache passed in explicitly. Grouped-query attention runs without copying
+//! keys and values per query head: the query heads of one key/value head are
+//! folded into the rows of a single matrix product.
+
+use super::kv::KvCache;
+use candle_core::quantized::QMatMul;
+use candle_core::{DType, Device, Module, Result, Tensor};
+
+/// How rotary position embeddings pair the dimensions of a head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RopeStyle {
+    /// Dimension i with i + d/2 (Qwen2, Qwen3; "NeoX").
+    Halves,
+    /// Dimension 2i with 2i + 1 (Llama in GGUF files).
+    Interleaved,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub n_layers: usize,
+    pub n_heads: usize,
+    pub n_kv_heads: usize,
+    pub head_dim: usize,
+    pub hidden: usize,
+    pub vocab: usize,
+    pub rms_eps: f64,
+    pub rope_base: f32,
+    pub rope_style: RopeStyle,
+    pub context_length: usize,
+}
+
+pub struct Attention {
+    pub q: QMatMul,
+    pub k: QMatMul,
+    pub v: QMatMul,
+    pub o: QMatMul,
+    /// Qwen2 adds biases to the projections.
+    pub q_bias: Option<Tensor>,
+    pub k_bias: Option<Tensor>,
+    pub v_bias: Option<Tensor>,
+    /// Qwen3 normalises each head's queries and keys.
+    pub q_norm: Option<Tensor>,
+    pub k_norm: Option<Tensor>,
+}
+
+pub struct FeedForward {
+    pub gate: QMatMul,
+    pub up: QMatMul,
+    pub down: QMatMul,
+}
+
+pub struct Layer {
+    pub attn_norm: Tensor,
+    pub attention: Attention,
+    pub ffn_norm: Tensor,
+    pub ffn: FeedForward,
+}
+
+/// Token embeddings, kept in half precision (the lookup only needs rows).
+pub struct Embedding(pub Tensor);
+
+pub struct Transformer {
+    pub config: Config,
+    pub embedding: Embedding,
+    pub layers: Vec<Layer>,
+    pub final_norm: Tensor,
+    pub output: QMatMul,
+    cos: Tensor,
+    sin: Tensor,
+    device: Device,
+}
+
+impl Transformer {
+    pub fn new(
+        config: Config,
+        embedding: Embedding,
+        layers: Vec<Layer>,
+        final_norm: Tensor,
+        output: QMatMul,
+        device: &Device,
+    ) -> Result<Self> {
+        let (cos, sin) = rope_tables(&config, device)?;
+        Ok(Transformer {
+            config,
+            embedding,
+            layers,
+            final_norm,
+            output,
+            cos,
+            sin,
+            device: device.clone(),
+        })
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// A cache for `batch` rows of up to `capacity` positions.
+    pub fn new_cache(&self, batch: usize, capacity: usize) -> Result<KvCache> {
+        let c = &self.config;
+        KvCache::new(
+            c.n_layers,
+            batch,
+            c.n_kv_heads,
+            c.head_dim,
+            capacity,
+            &self.device,
+        )
+    }
+
+    /// Runs `tokens` (batch, new) after what `cache` holds (every row at the
+    /// same position) and returns the logits of each row's last token,
+    /// shaped (batch, vocab).
+    pub fn forward(&self, tokens: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+        let (batch, new) = tokens.dims2()?;
+        let start = cache.len();
+        let ids = tokens.flatten_all()?;
+        let mut x = self
+            .embedding
+            .0
+            .index_select(&ids, 0)?
+            .to_dtype(DType::F32)?
+            .reshape((batch, new, self.config.hidden))?;
+        let cos = self.cos.narrow(0, start, new)?;
+        let sin = self.sin.narrow(0, start, new)?;
+        let mask = if new > 1 {
+            Some(causal_mask(new, start, &self.device)?)
+        } else {
+            None
+        };
+        for (index, layer) in self.layers.iter().enumerate() {
+            let normed =
+                candle_nn::ops::rms_norm(&x, &layer.attn_norm, self.config.rms_eps as f32)?;
+            let attended =
+                self.attention(index, layer, &normed, &cos, &sin, mask.as_ref(), cache)?;
+            x = (x + attended)?;
+            let normed = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, self.config.rms_eps as f32)?;
+            let ffn = &layer.ffn;
+            let gated =
+                (candle_nn::ops::silu(&ffn.gate.forward(&normed)?)? * ffn.up.forward(&normed)?)?;
+            x = (x + ffn.down.forward(&gated)?)?;
+        }
+        cache.advance(new);
+        let last = x.narrow(1, new - 1, 1)?;
+        let last = candle_nn::ops::rms_norm(&last, &self.final_norm, self.config.rms_eps as f32)?;
+        self.output.forward(&last)?.squeeze(1)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn attention(
+        &self,
+        index: usize,
+        layer: &Layer,
+        x: &Tensor,
+        cos: &Tensor,
+        sin: &Tensor,
+        mask: Option<&Tensor>,
+        cache: &KvCache,
+    ) -> Result<Tensor> {
+        let c = &self.config;
+        let a = &layer.attention;
+        let (batch, new, _) = x.dims3()?;
+        let project = |m: &QMatMul, bias: &Option<Tensor>, heads: usize| -> Result<Tensor> {
+            let mut y = m.forward(x)?;
+            if let Some(b) = bias {
+                y = y.broadcast_add(b)?;
+            }
+            y.reshape((batch, new, heads, c.head_dim))
+        };
+        let mut q = project(&a.q, &a.q_bias, c.n_heads)?;
+        let mut k = project(&a.k, &a.k_bias, c.n_kv_heads)?;
+        let v = project(&a.v, &a.v_bias, c.n_kv_heads)?;
+        if let Some(w) = &a.q_norm {
+            q = candle_nn::ops::rms_norm(&q.contiguous()?, w, c.rms_eps as f32)?;
+        }
+        if let Some(w) = &a.k_norm {
+            k = candle_nn::ops::rms_norm(&k.contiguous()?, w, c.rms_eps as f32)?;
+        }
+        let q = self.rope(&q.transpose(1, 2)?.contiguous()?, cos, sin)?;
+        let k = self.rope(&k.transpose(1, 2)?.contiguous()?, cos, sin)?;
+        let v = v.transpose(1, 2)?;
+        let (keys, values) = cache.write(index, &k, &v)?;
+        let total = keys.dim(2)?;
+
+        // (batch, heads, new, d) -> (batch, kv_heads, group * new, d): the
+        // heads sharing a key/value head become extra rows of one product.
+        let group = c.n_heads / c.n_kv_heads;
+        let q = q.reshape((batch, c.n_kv_heads, group * new, c.head_dim))?;
+        let scale = 1.0 / (c.head_dim as f64).sqrt();
+        let scores = (q.matmul(&keys.t()?)? * scale)?;
+        let scores = match mask {
+            Some(m) => scores
+                .reshape((batch, c.n_kv_heads, group, new, total))?
+                .broadcast_add(m)?
+                .reshape((batch, c.n_kv_heads, group * new, total))?,
+            None => scores,
+        };
+        let weights = candle_nn::ops::softmax_last_dim(&scores)?;
+        let out = weights.matmul(&values)?;
+        let out = out
+            .reshape((batch, c.n_heads, new, c.head_dim))?
+            .transpose(1, 2)?
+            .reshape((batch, new, c.n_heads * c.head_dim))?;
+        a.o.forward(&out)
+    }
+
+    fn rope(&self, x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+        match self.config.rope_style {
+            RopeStyle::Halves => candle_nn::rotary_emb::rope(x, cos, sin),
+            RopeStyle::Interleaved => candle_nn::rotary_emb::rope_i(x, cos, sin),
+        }
+    }
+}
+
+fn rope_tables(config: &Config, device: &Device) -> Result<(Tensor, Tensor)> {
+    let half = config.head_dim / 2;
+    let inv_freq: Vec<f32> = (0..half)
+        .map(|i| {
+            1.0 / config
+                .rope_base
+                .powf(2.0 * i as f32 / config.head_dim as f32)
+        })
+        .collect();
+    let inv_freq = Tensor::from_vec(inv_freq, (1, half), device)?;
+    let positions = Tensor::arange(0u32, config.context_length as u32, device)?
+        .to_dtype(DType::F32)?
+        .reshape((config.context_length, 1))?;
+    let angles = positions.matmul(&inv_freq)?;
+    Ok((angles.cos()?, angles.sin()?))
+}
+
+/// (new, start + new): 0 where row i (at position start + i) may attend,
+/// minus infinity where the column lies in its future.
+fn causal_mask(new: usize, start: usize, device: &Device) -> Result<Tensor> {
+    let total = start + new;
+    let values: Vec<f32> = (0..new)
+        .flat_map(|i| {
+            (0..total).map(move |j| {
+                if j > start + i {
+                    f32::NEG_INFINITY
+                } else {
+                    0.0
+                }
+            })
+        })
+        .collect();
+    Tensor::from_vec(values, (new, total), device)
+}
+
+/// Keeps the last dimension's values for one row, for sampling.
+pub fn row_logits(logits: &Tensor, row: usize) -> Result<Vec<f32>> {
+    logits.get(row)?.to_dtype(DType::F32)?.to_vec1()
+}
