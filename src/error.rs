@@ -78,3 +78,10 @@ impl Error {
         }
     }
 }
+
+/// The first line of a message from a lower layer (some append a backtrace),
+/// so every error stays one line.
+pub(crate) fn first_line(message: impl std::fmt::Display) -> String {
+    let text = message.to_string();
+    text.lines().next().unwrap_or_default().trim().to_string()
+}

@@ -93,6 +93,8 @@ enum Command {
         #[command(subcommand)]
         action: ModelAction,
     },
+    /// Measure local inference: prefill, decode, batched decode, cached prefixes, memory.
+    BenchLlm(BenchLlmArgs),
     /// Send one prompt to a local model and print its completions.
     Chat {
         /// A model name (`iesr model list`) or a path to a GGUF file.
@@ -125,6 +127,22 @@ enum Command {
         json: bool,
         prompt: String,
     },
+}
+
+#[derive(clap::Args)]
+struct BenchLlmArgs {
+    /// A model name (`iesr model list`) or a path to a GGUF file.
+    #[arg(long, default_value = DEFAULT_MODEL)]
+    model: String,
+    #[arg(long, default_value_t = 1500)]
+    prompt_tokens: usize,
+    #[arg(long, default_value_t = 256)]
+    gen_tokens: usize,
+    /// Batch sizes for batched decoding, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,4,8")]
+    batch: Vec<usize>,
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Subcommand)]
@@ -259,6 +277,20 @@ fn run(command: Command) -> Result<()> {
                 output::print_text(&lines.join("\n"))
             }
         },
+        Command::BenchLlm(args) => {
+            let model = GgufModel::load(&resolve_model_path(&args.model)?)?;
+            let config = iesr::llm::bench::BenchConfig {
+                prompt_tokens: args.prompt_tokens,
+                gen_tokens: args.gen_tokens,
+                batches: args.batch,
+            };
+            let report = iesr::llm::bench::run(&model, &config)?;
+            if args.json {
+                output::print_json(&report)
+            } else {
+                output::print_text(&output::bench_text(&report))
+            }
+        }
         Command::Chat {
             model,
             system,

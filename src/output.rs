@@ -3,6 +3,7 @@
 use comfy_table::Table;
 use iesr::db::QueryResult;
 use iesr::eval::{Report, Tally};
+use iesr::llm::bench::BenchReport;
 use iesr::llm::Generation;
 use iesr::{Error, Result};
 use std::io::Write;
@@ -140,4 +141,51 @@ pub fn generation_text(generation: &Generation) -> String {
         u.decode_seconds
     ));
     out
+}
+
+pub fn bench_text(report: &BenchReport) -> String {
+    let mut table = Table::new();
+    table.set_header(["measure", "value"]);
+    let rows: Vec<(String, String)> = vec![
+        ("model".into(), report.model.clone()),
+        ("threads".into(), report.threads.to_string()),
+        (
+            "prompt / generated tokens".into(),
+            format!("{} / {}", report.prompt_tokens, report.gen_tokens),
+        ),
+        (
+            "prefill tok/s".into(),
+            format!("{:.1}", report.prefill_tok_s),
+        ),
+        (
+            "decode tok/s (batch 1)".into(),
+            format!("{:.1}", report.decode_tok_s),
+        ),
+        (
+            "first token, cold (s)".into(),
+            format!("{:.3}", report.cold_first_token_s),
+        ),
+        (
+            "first token, cached prefix (s)".into(),
+            format!("{:.3}", report.cached_first_token_s),
+        ),
+        (
+            "cached-prefix speedup".into(),
+            format!("{:.1}x", report.cached_prefix_speedup),
+        ),
+        ("peak RSS (MB)".into(), format!("{:.0}", report.peak_rss_mb)),
+    ];
+    for (k, v) in rows {
+        table.add_row([k, v]);
+    }
+    for b in &report.batches {
+        table.add_row([
+            format!("decode batch {} aggregate tok/s", b.batch),
+            format!(
+                "{:.1} ({:.2}x batch 1)",
+                b.aggregate_tok_s, b.speedup_vs_batch1
+            ),
+        ]);
+    }
+    format!("{table}\n")
 }

@@ -9,7 +9,7 @@ use super::transformer::{
     row_logits, Attention, Config, Embedding, FeedForward, Layer, RopeStyle, Transformer,
 };
 use super::{Completion, FinishReason, Generation, LanguageModel, Prompt, Sampling, Usage};
-use crate::error::{Error, Result};
+use crate::error::{first_line, Error, Result};
 use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Tensor};
@@ -76,7 +76,7 @@ impl Metadata<'_> {
 fn corrupt(path: &Path, detail: impl std::fmt::Display) -> Error {
     Error::ModelCorrupt {
         path: path.to_path_buf(),
-        detail: detail.to_string(),
+        detail: first_line(detail),
     }
 }
 
@@ -84,11 +84,7 @@ impl GgufModel {
     /// Loads a GGUF file for the CPU.
     pub fn load(path: &Path) -> Result<Self> {
         let device = Device::Cpu;
-        let file = File::open(path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => Error::ModelMissing(path.to_path_buf()),
-            _ => Error::io(path, e),
-        })?;
-        let mut reader = BufReader::new(file);
+        let mut reader = BufReader::new(open_model_file(path)?);
         let content = Content::read(&mut reader).map_err(|e| corrupt(path, e))?;
         let meta = Metadata {
             content: &content,
@@ -134,10 +130,7 @@ impl GgufModel {
         };
         let transformer = loader.transformer(config)?;
 
-        let tokenizer = {
-            use candle_core::quantized::tokenizer::TokenizerFromGguf;
-            Tokenizer::from_gguf(&content).map_err(|e| corrupt(path, format!("tokenizer: {e}")))?
-        };
+        let tokenizer = tokenizer_from(&content, path)?;
         let token_text = |key: &str| {
             meta.usize(key)
                 .ok()
@@ -194,6 +187,16 @@ impl GgufModel {
         &self.transformer.config
     }
 
+    pub fn transformer(&self) -> &Transformer {
+        &self.transformer
+    }
+
+    /// Forgets every cached prompt prefix.
+    pub fn clear_prefix_cache(&self) {
+        *self.prefix_cache.lock().expect("prefix cache lock") =
+            PrefixCache::new(PREFIX_CACHE_BYTES);
+    }
+
     /// The exact text the model sees for a prompt.
     pub fn render(&self, prompt: &Prompt) -> Result<String> {
         match prompt {
@@ -228,7 +231,7 @@ impl GgufModel {
     /// Fills a one-row cache with the prompt's states, reusing the longest
     /// cached prefix; returns the cache, the last position's logits and how
     /// many prompt tokens came from the prefix cache.
-    fn prefill(
+    pub fn prefill(
         &self,
         ids: &[u32],
         capacity: usize,
@@ -283,7 +286,7 @@ impl GgufModel {
         let n = sampling.n.max(1);
         let capacity = ids.len() + max_tokens;
         let started = Instant::now();
-        let inference = |e: candle_core::Error| Error::Inference(e.to_string());
+        let inference = |e: candle_core::Error| Error::Inference(first_line(e));
         let (single, first_logits, cached) = self.prefill(&ids, capacity).map_err(inference)?;
         let prefill_seconds = started.elapsed().as_secs_f64();
 
@@ -496,6 +499,25 @@ impl<R: std::io::Read + std::io::Seek> TensorLoader<'_, R> {
         Transformer::new(config, embedding, layers, final_norm, output, self.device)
             .map_err(|e| corrupt(self.path, e))
     }
+}
+
+fn tokenizer_from(content: &Content, path: &Path) -> Result<Tokenizer> {
+    use candle_core::quantized::tokenizer::TokenizerFromGguf;
+    Tokenizer::from_gguf(content).map_err(|e| corrupt(path, format!("tokenizer: {e}")))
+}
+
+/// Reads only the tokenizer of a GGUF file (its metadata), not the weights.
+pub fn load_tokenizer(path: &Path) -> Result<Tokenizer> {
+    let mut reader = BufReader::new(open_model_file(path)?);
+    let content = Content::read(&mut reader).map_err(|e| corrupt(path, e))?;
+    tokenizer_from(&content, path)
+}
+
+fn open_model_file(path: &Path) -> Result<File> {
+    File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::ModelMissing(path.to_path_buf()),
+        _ => Error::io(path, e),
+    })
 }
 
 /// Resolves `--model`: a path to a GGUF file, or the name of a model card

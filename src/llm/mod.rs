@@ -1,5 +1,6 @@
 //! The model layer: one trait the engine talks to, and the backends behind it.
 
+pub mod bench;
 pub mod card;
 pub mod chat;
 pub mod gguf;

@@ -1,0 +1,211 @@
+//! The GGUF backend with the real default model (run `iesr model pull`
+//! first, or point IESR_MODEL at the GGUF file).
+
+use iesr::llm::card::{find_card, DEFAULT_MODEL};
+use iesr::llm::gguf::GgufModel;
+use iesr::llm::{ChatMessage, FinishReason, LanguageModel, Prompt, Sampling};
+use iesr::Error;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+fn model_path() -> PathBuf {
+    let path = std::env::var_os("IESR_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| find_card(DEFAULT_MODEL).unwrap().cached_path());
+    assert!(
+        path.is_file(),
+        "default model not found at {}; run `cargo run --release -- model pull` or set IESR_MODEL",
+        path.display()
+    );
+    path
+}
+
+/// One loaded model shared by the tests that do not care about the cache.
+fn shared() -> &'static GgufModel {
+    static MODEL: OnceLock<GgufModel> = OnceLock::new();
+    MODEL.get_or_init(|| GgufModel::load(&model_path()).unwrap())
+}
+
+fn sql_prompt(question: &str) -> Prompt {
+    Prompt::Chat(vec![
+        ChatMessage::new(
+            "system",
+            "You are a careful SQLite expert. Answer with one SQLite query in a ```sql block.",
+        ),
+        ChatMessage::new(
+            "user",
+            format!(
+                "CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);\n\nQuestion: {question}"
+            ),
+        ),
+    ])
+}
+
+fn greedy(max_tokens: usize) -> Sampling {
+    Sampling {
+        max_tokens,
+        ..Sampling::default()
+    }
+}
+
+#[test]
+fn chat_completion_answers_with_sql() {
+    let generation = shared()
+        .generate(&sql_prompt("How many singers are there?"), &greedy(48))
+        .unwrap();
+    let text = &generation.completions[0].text;
+    assert!(
+        text.to_uppercase().contains("SELECT COUNT(*) FROM SINGER"),
+        "{text}"
+    );
+    assert_eq!(
+        generation.usage.generated_tokens,
+        generation.completions[0].generated_tokens
+    );
+    assert!(generation.usage.prompt_tokens > 40);
+}
+
+#[test]
+fn chat_template_comes_from_the_gguf() {
+    let text = shared()
+        .render(&Prompt::Chat(vec![ChatMessage::new("user", "hi")]))
+        .unwrap();
+    // Qwen's template adds a default system turn and opens the assistant's.
+    assert!(text.starts_with("<|im_start|>system\n"), "{text}");
+    assert!(
+        text.ends_with("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn same_seed_same_samples_and_rows_differ() {
+    let sampling = Sampling {
+        temperature: 1.0,
+        top_p: 0.95,
+        max_tokens: 24,
+        seed: 42,
+        n: 3,
+        ..Sampling::default()
+    };
+    let prompt = sql_prompt("List the names of singers older than 30, oldest first.");
+    let first = shared().generate(&prompt, &sampling).unwrap();
+    let again = shared().generate(&prompt, &sampling).unwrap();
+    let texts = |g: &iesr::llm::Generation| {
+        g.completions
+            .iter()
+            .map(|c| c.text.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(texts(&first), texts(&again));
+    assert_eq!(first.completions.len(), 3);
+    let distinct: std::collections::HashSet<_> = texts(&first).into_iter().collect();
+    assert!(
+        distinct.len() > 1,
+        "three samples at temperature 1 were identical: {:?}",
+        texts(&first)
+    );
+}
+
+/// Batched rows and cached prefixes must not change what the model computes:
+/// greedy text is the same cold, from the prefix cache, and in a batch.
+#[test]
+fn prefix_cache_and_batching_preserve_greedy_output() {
+    let model = GgufModel::load(&model_path()).unwrap();
+    let prompt = sql_prompt("What is the average age of singers from France?");
+    let cold = model.generate(&prompt, &greedy(40)).unwrap();
+    assert_eq!(cold.usage.cached_prompt_tokens, 0);
+
+    let warm = model.generate(&prompt, &greedy(40)).unwrap();
+    assert_eq!(
+        warm.usage.cached_prompt_tokens,
+        warm.usage.prompt_tokens - 1
+    );
+    assert_eq!(warm.completions[0].text, cold.completions[0].text);
+
+    // A different question after the same system text and schema.
+    let other = model
+        .generate(
+            &sql_prompt("Which country has the most singers?"),
+            &greedy(8),
+        )
+        .unwrap();
+    assert!(other.usage.cached_prompt_tokens > 40, "{:?}", other.usage);
+
+    let batched = model
+        .generate(&prompt, &Sampling { n: 3, ..greedy(40) })
+        .unwrap();
+    for completion in &batched.completions {
+        assert_eq!(completion.text, cold.completions[0].text);
+    }
+}
+
+#[test]
+fn stop_strings_and_length_limits_end_generation() {
+    let sampling = Sampling {
+        stop: vec!["FROM".into()],
+        ..greedy(48)
+    };
+    let generation = shared()
+        .generate(&sql_prompt("How many singers are there?"), &sampling)
+        .unwrap();
+    let completion = &generation.completions[0];
+    assert_eq!(completion.finish_reason, FinishReason::Stop);
+    assert!(!completion.text.contains("FROM"), "{}", completion.text);
+
+    let short = shared()
+        .generate(&sql_prompt("How many singers are there?"), &greedy(3))
+        .unwrap();
+    assert_eq!(short.completions[0].finish_reason, FinishReason::Length);
+    assert_eq!(short.completions[0].generated_tokens, 3);
+}
+
+#[test]
+fn prompt_longer_than_the_context_is_refused() {
+    let huge = "SELECT 1; ".repeat(40_000);
+    let err = shared()
+        .generate(&Prompt::Raw(huge), &greedy(4))
+        .unwrap_err();
+    assert!(matches!(err, Error::PromptTooLong { .. }), "{err}");
+}
+
+#[test]
+fn broken_model_files_give_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.gguf");
+    assert!(matches!(
+        GgufModel::load(&missing),
+        Err(Error::ModelMissing(_))
+    ));
+
+    let garbage = dir.path().join("garbage.gguf");
+    std::fs::write(&garbage, b"this is not a gguf file at all").unwrap();
+    assert!(matches!(
+        GgufModel::load(&garbage),
+        Err(Error::ModelCorrupt { .. })
+    ));
+
+    // The real file cut short: header and metadata intact, tensors missing.
+    let truncated = dir.path().join("truncated.gguf");
+    let mut source = std::fs::File::open(model_path()).unwrap();
+    let mut head = vec![0u8; 8 << 20];
+    std::io::Read::read_exact(&mut source, &mut head).unwrap();
+    std::fs::write(&truncated, &head).unwrap();
+    let err = GgufModel::load(&truncated).err().unwrap();
+    assert!(matches!(err, Error::ModelCorrupt { .. }), "{err}");
+    assert!(!err.to_string().contains('\n'));
+}
+
+#[test]
+fn unknown_architecture_is_named() {
+    use candle_core::quantized::gguf_file::{write, Value};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mamba.gguf");
+    let mut file = std::fs::File::create(&path).unwrap();
+    let arch = Value::String("mamba".into());
+    write(&mut file, &[("general.architecture", &arch)], &[]).unwrap();
+    drop(file);
+    let err = GgufModel::load(&path).err().unwrap();
+    assert!(matches!(err, Error::UnknownArchitecture { .. }), "{err}");
+    assert!(err.to_string().contains("mamba"));
+}
