@@ -7,6 +7,7 @@ use iesr::db::{render_schema, ExecConfig, Executor, IntrospectOptions, Schema, S
 use iesr::eval::{self, DatasetKind, EvalOptions, Filters, Predictions, Split};
 use iesr::llm::card::{builtin_cards, find_card, DEFAULT_MODEL};
 use iesr::llm::gguf::{resolve_model_path, GgufModel};
+use iesr::llm::openai::OpenAiModel;
 use iesr::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
 use iesr::{Error, Result};
 use std::io::IsTerminal;
@@ -95,11 +96,16 @@ enum Command {
     },
     /// Measure local inference: prefill, decode, batched decode, cached prefixes, memory.
     BenchLlm(BenchLlmArgs),
-    /// Send one prompt to a local model and print its completions.
+    /// Send one prompt to a model and print its completions.
     Chat {
-        /// A model name (`iesr model list`) or a path to a GGUF file.
+        /// A model name (`iesr model list`) or a path to a GGUF file; with
+        /// --openai-url, the model name the server expects.
         #[arg(long, default_value = DEFAULT_MODEL)]
         model: String,
+        /// Use an OpenAI-compatible server (vLLM, SGLang, llama.cpp) at this
+        /// URL instead of a local model; the key is read from OPENAI_API_KEY.
+        #[arg(long)]
+        openai_url: Option<String>,
         /// System message (chat prompts only).
         #[arg(long)]
         system: Option<String>,
@@ -293,6 +299,7 @@ fn run(command: Command) -> Result<()> {
         }
         Command::Chat {
             model,
+            openai_url,
             system,
             raw,
             temperature,
@@ -305,7 +312,15 @@ fn run(command: Command) -> Result<()> {
             json,
             prompt,
         } => {
-            let model = GgufModel::load(&resolve_model_path(&model)?)?;
+            let model: Box<dyn LanguageModel> = match openai_url {
+                Some(url) => Box::new(OpenAiModel::new(
+                    &url,
+                    &model,
+                    std::env::var("OPENAI_API_KEY").ok(),
+                    Duration::from_secs(600),
+                )),
+                None => Box::new(GgufModel::load(&resolve_model_path(&model)?)?),
+            };
             let prompt = if raw {
                 Prompt::Raw(prompt)
             } else {

@@ -5,6 +5,7 @@ pub mod card;
 pub mod chat;
 pub mod gguf;
 pub mod kv;
+pub mod openai;
 pub mod prefix_cache;
 pub mod pull;
 pub mod sampler;

@@ -1,0 +1,176 @@
+//! The OpenAI-compatible backend against a real llama.cpp server
+//! (llama-cpp-python's, on 127.0.0.1) serving the default GGUF.
+
+use iesr::llm::card::{find_card, DEFAULT_MODEL};
+use iesr::llm::openai::OpenAiModel;
+use iesr::llm::{ChatMessage, FinishReason, LanguageModel, Prompt, Sampling};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn python() -> String {
+    std::env::var("IESR_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// Starts llama.cpp's server, or returns None where llama-cpp-python is not
+/// installed (`.ci/run` installs it, so CI always runs this test).
+fn start_server() -> Option<Server> {
+    let importable = Command::new(python())
+        .args(["-c", "import llama_cpp.server"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !importable {
+        eprintln!("skipped: llama-cpp-python[server] is not installed");
+        return None;
+    }
+    let model: PathBuf = std::env::var_os("IESR_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| find_card(DEFAULT_MODEL).unwrap().cached_path());
+    assert!(
+        model.is_file(),
+        "run `cargo run --release -- model pull` first"
+    );
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(python())
+        .args([
+            "-m",
+            "llama_cpp.server",
+            "--host",
+            "127.0.0.1",
+            "--n_ctx",
+            "2048",
+            "--n_threads",
+            "2",
+        ])
+        .arg("--port")
+        .arg(port.to_string())
+        .arg("--model")
+        .arg(&model)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = Server {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        if ureq::get(format!("{}/v1/models", server.url))
+            .call()
+            .is_ok()
+        {
+            return Some(server);
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    panic!("llama.cpp server did not come up within 120 s");
+}
+
+fn prompt() -> Prompt {
+    Prompt::Chat(vec![
+        ChatMessage::new("system", "You are a careful SQLite expert. Answer with one SQLite query in a ```sql block."),
+        ChatMessage::new("user", "CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, age INTEGER);\n\nQuestion: How many singers are there?"),
+    ])
+}
+
+#[test]
+fn chat_completions_against_llama_cpp_server() {
+    let Some(server) = start_server() else { return };
+    let model = OpenAiModel::new(&server.url, "default", None, Duration::from_secs(120));
+
+    let greedy = Sampling {
+        max_tokens: 48,
+        ..Sampling::default()
+    };
+    let answer = model.generate(&prompt(), &greedy).unwrap();
+    let text = &answer.completions[0].text;
+    assert!(
+        text.to_uppercase().contains("SELECT COUNT(*) FROM SINGER"),
+        "{text}"
+    );
+    assert!(answer.usage.prompt_tokens > 30);
+    assert!(answer.usage.generated_tokens > 0);
+
+    // n samples even from a server that answers one choice per request,
+    // and the same seed gives the same samples.
+    let sampled = Sampling {
+        temperature: 0.9,
+        max_tokens: 16,
+        seed: 5,
+        n: 2,
+        ..Sampling::default()
+    };
+    let first = model.generate(&prompt(), &sampled).unwrap();
+    let again = model.generate(&prompt(), &sampled).unwrap();
+    assert_eq!(first.completions.len(), 2);
+    let texts = |g: &iesr::llm::Generation| {
+        g.completions
+            .iter()
+            .map(|c| c.text.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(texts(&first), texts(&again));
+
+    let short = model
+        .generate(
+            &prompt(),
+            &Sampling {
+                max_tokens: 2,
+                ..Sampling::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(short.completions[0].finish_reason, FinishReason::Length);
+
+    let raw = model
+        .generate(
+            &Prompt::Raw("SELECT name FROM".into()),
+            &Sampling {
+                max_tokens: 4,
+                ..Sampling::default()
+            },
+        )
+        .unwrap();
+    assert!(!raw.completions[0].text.is_empty());
+}
+
+#[test]
+fn unreachable_server_is_a_clear_error() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let model = OpenAiModel::new(
+        &format!("http://127.0.0.1:{port}/v1"),
+        "m",
+        None,
+        Duration::from_secs(5),
+    );
+    let err = model.generate(&prompt(), &Sampling::default()).unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains(&format!("127.0.0.1:{port}/v1/chat/completions")),
+        "{message}"
+    );
+    assert!(!message.contains('\n'));
+}
