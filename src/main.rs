@@ -171,7 +171,7 @@ fn main() -> ExitCode {
         eprintln!("error: internal failure ({info}); please report it");
     }));
     let cli = Cli::parse();
-    match run(cli.command) {
+    match iesr::llm::cpu::check().and_then(|()| run(cli.command)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");

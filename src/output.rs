@@ -149,6 +149,7 @@ pub fn bench_text(report: &BenchReport) -> String {
     let rows: Vec<(String, String)> = vec![
         ("model".into(), report.model.clone()),
         ("threads".into(), report.threads.to_string()),
+        ("SIMD".into(), report.simd.clone()),
         (
             "prompt / generated tokens".into(),
             format!("{} / {}", report.prompt_tokens, report.gen_tokens),

@@ -29,6 +29,8 @@ pub struct BatchFigure {
 pub struct BenchReport {
     pub model: String,
     pub threads: usize,
+    /// SIMD extensions compiled in.
+    pub simd: String,
     pub prompt_tokens: usize,
     pub gen_tokens: usize,
     pub prefill_tok_s: f64,
@@ -118,6 +120,7 @@ pub fn run(model: &GgufModel, config: &BenchConfig) -> Result<BenchReport> {
     Ok(BenchReport {
         model: super::LanguageModel::name(model).to_string(),
         threads: rayon::current_num_threads(),
+        simd: super::cpu::describe(),
         prompt_tokens: ids.len(),
         gen_tokens: config.gen_tokens,
         prefill_tok_s: ids.len() as f64 / cold,

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod card;
 pub mod chat;
+pub mod cpu;
 pub mod gguf;
 pub mod kv;
 pub mod openai;
