@@ -29,6 +29,11 @@ def synthetic_text(llm, n):
     return ids[:n]
 
 
+def last_logits(llm):
+    # Without logits_all only the last evaluated position's logits exist.
+    return np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))
+
+
 def main():
     path, n_prompt, n_gen, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     llm = Llama(path, n_ctx=n_prompt + n_gen + 64, n_batch=512, n_threads=threads,
@@ -39,11 +44,11 @@ def main():
     start = time.perf_counter()
     llm.eval(ids)
     prefill = time.perf_counter() - start
-    token = int(np.argmax(llm.scores[llm.n_tokens - 1]))
+    token = int(np.argmax(last_logits(llm)))
     start = time.perf_counter()
     for _ in range(n_gen):
         llm.eval([token])
-        token = int(np.argmax(llm.scores[llm.n_tokens - 1]))
+        token = int(np.argmax(last_logits(llm)))
     decode = time.perf_counter() - start
     print(json.dumps({
         "prompt_tokens": len(ids),

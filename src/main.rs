@@ -2,11 +2,12 @@
 
 mod output;
 
+use candle_core::Device;
 use clap::{Parser, Subcommand};
 use iesr::db::{render_schema, ExecConfig, Executor, IntrospectOptions, Schema, Semantics};
 use iesr::eval::{self, DatasetKind, EvalOptions, Filters, Predictions, Split};
 use iesr::llm::card::{builtin_cards, find_card, DEFAULT_MODEL};
-use iesr::llm::gguf::{resolve_model_path, GgufModel};
+use iesr::llm::load_local;
 use iesr::llm::openai::OpenAiModel;
 use iesr::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
 use iesr::{Error, Result};
@@ -98,10 +99,14 @@ enum Command {
     BenchLlm(BenchLlmArgs),
     /// Send one prompt to a model and print its completions.
     Chat {
-        /// A model name (`iesr model list`) or a path to a GGUF file; with
-        /// --openai-url, the model name the server expects.
+        /// A model name (`iesr model list`), a GGUF file, a Hugging Face
+        /// checkpoint directory or hf:OWNER/REPO; with --openai-url, the
+        /// model name the server expects.
         #[arg(long, default_value = DEFAULT_MODEL)]
         model: String,
+        /// Where a local model runs: cpu, or cuda:N with the `cuda` feature.
+        #[arg(long, default_value = "cpu")]
+        device: String,
         /// Use an OpenAI-compatible server (vLLM, SGLang, llama.cpp) at this
         /// URL instead of a local model; the key is read from OPENAI_API_KEY.
         #[arg(long)]
@@ -284,7 +289,7 @@ fn run(command: Command) -> Result<()> {
             }
         },
         Command::BenchLlm(args) => {
-            let model = GgufModel::load(&resolve_model_path(&args.model)?)?;
+            let model = load_local(&args.model, &Device::Cpu)?;
             let config = iesr::llm::bench::BenchConfig {
                 prompt_tokens: args.prompt_tokens,
                 gen_tokens: args.gen_tokens,
@@ -299,6 +304,7 @@ fn run(command: Command) -> Result<()> {
         }
         Command::Chat {
             model,
+            device,
             openai_url,
             system,
             raw,
@@ -319,7 +325,7 @@ fn run(command: Command) -> Result<()> {
                     std::env::var("OPENAI_API_KEY").ok(),
                     Duration::from_secs(600),
                 )),
-                None => Box::new(GgufModel::load(&resolve_model_path(&model)?)?),
+                None => Box::new(load_local(&model, &iesr::llm::device(&device)?)?),
             };
             let prompt = if raw {
                 Prompt::Raw(prompt)

@@ -2,7 +2,8 @@
 //! first, or point IESR_MODEL at the GGUF file).
 
 use iesr::llm::card::{find_card, DEFAULT_MODEL};
-use iesr::llm::gguf::GgufModel;
+use iesr::llm::gguf;
+use iesr::llm::local::LocalModel;
 use iesr::llm::{ChatMessage, FinishReason, LanguageModel, Prompt, Sampling};
 use iesr::Error;
 use std::path::PathBuf;
@@ -21,9 +22,9 @@ fn model_path() -> PathBuf {
 }
 
 /// One loaded model shared by the tests that do not care about the cache.
-fn shared() -> &'static GgufModel {
-    static MODEL: OnceLock<GgufModel> = OnceLock::new();
-    MODEL.get_or_init(|| GgufModel::load(&model_path()).unwrap())
+fn shared() -> &'static LocalModel {
+    static MODEL: OnceLock<LocalModel> = OnceLock::new();
+    MODEL.get_or_init(|| gguf::load(&model_path()).unwrap())
 }
 
 fn sql_prompt(question: &str) -> Prompt {
@@ -111,7 +112,7 @@ fn same_seed_same_samples_and_rows_differ() {
 /// greedy text is the same cold, from the prefix cache, and in a batch.
 #[test]
 fn prefix_cache_and_batching_preserve_greedy_output() {
-    let model = GgufModel::load(&model_path()).unwrap();
+    let model = gguf::load(&model_path()).unwrap();
     let prompt = sql_prompt("What is the average age of singers from France?");
     let cold = model.generate(&prompt, &greedy(40)).unwrap();
     assert_eq!(cold.usage.cached_prompt_tokens, 0);
@@ -173,15 +174,12 @@ fn prompt_longer_than_the_context_is_refused() {
 fn broken_model_files_give_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.gguf");
-    assert!(matches!(
-        GgufModel::load(&missing),
-        Err(Error::ModelMissing(_))
-    ));
+    assert!(matches!(gguf::load(&missing), Err(Error::ModelMissing(_))));
 
     let garbage = dir.path().join("garbage.gguf");
     std::fs::write(&garbage, b"this is not a gguf file at all").unwrap();
     assert!(matches!(
-        GgufModel::load(&garbage),
+        gguf::load(&garbage),
         Err(Error::ModelCorrupt { .. })
     ));
 
@@ -191,7 +189,7 @@ fn broken_model_files_give_clear_errors() {
     let mut head = vec![0u8; 8 << 20];
     std::io::Read::read_exact(&mut source, &mut head).unwrap();
     std::fs::write(&truncated, &head).unwrap();
-    let err = GgufModel::load(&truncated).err().unwrap();
+    let err = gguf::load(&truncated).err().unwrap();
     assert!(matches!(err, Error::ModelCorrupt { .. }), "{err}");
     assert!(!err.to_string().contains('\n'));
 }
@@ -205,7 +203,7 @@ fn unknown_architecture_is_named() {
     let arch = Value::String("mamba".into());
     write(&mut file, &[("general.architecture", &arch)], &[]).unwrap();
     drop(file);
-    let err = GgufModel::load(&path).err().unwrap();
+    let err = gguf::load(&path).err().unwrap();
     assert!(matches!(err, Error::UnknownArchitecture { .. }), "{err}");
     assert!(err.to_string().contains("mamba"));
 }

@@ -2,8 +2,8 @@
 //! speed, batched decoding, the gain from a cached prompt prefix, and peak
 //! memory, on a synthetic schema-like prompt of a chosen length.
 
-use super::gguf::GgufModel;
 use super::kv::KvCache;
+use super::local::LocalModel;
 use super::transformer::row_logits;
 use crate::error::{Error, Result};
 use serde::Serialize;
@@ -45,7 +45,7 @@ pub struct BenchReport {
 }
 
 /// Tokens of a schema-like text, repeated until `n` tokens.
-fn synthetic_prompt(model: &GgufModel, n: usize) -> Result<Vec<u32>> {
+fn synthetic_prompt(model: &LocalModel, n: usize) -> Result<Vec<u32>> {
     let mut text = String::from("You are a careful SQLite expert.\n");
     let mut ids = Vec::new();
     let mut table = 0;
@@ -64,7 +64,7 @@ fn synthetic_prompt(model: &GgufModel, n: usize) -> Result<Vec<u32>> {
     Ok(ids)
 }
 
-pub fn run(model: &GgufModel, config: &BenchConfig) -> Result<BenchReport> {
+pub fn run(model: &LocalModel, config: &BenchConfig) -> Result<BenchReport> {
     let inference = |e: candle_core::Error| Error::Inference(crate::error::first_line(e));
     let ids = synthetic_prompt(model, config.prompt_tokens)?;
     let capacity = ids.len() + config.gen_tokens + 64;
@@ -138,7 +138,7 @@ pub fn run(model: &GgufModel, config: &BenchConfig) -> Result<BenchReport> {
 
 /// Generated tokens per second over all rows for `steps` greedy steps.
 fn decode_rate(
-    model: &GgufModel,
+    model: &LocalModel,
     cache: &mut KvCache,
     batch: usize,
     last: u32,

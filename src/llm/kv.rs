@@ -46,14 +46,15 @@ impl KvCache {
         kv_heads: usize,
         head_dim: usize,
         capacity: usize,
+        dtype: DType,
         device: &Device,
     ) -> Result<Self> {
         let shape = (batch, kv_heads, capacity, head_dim);
         let layers = (0..n_layers)
             .map(|_| {
                 Ok((
-                    Tensor::zeros(shape, DType::F32, device)?,
-                    Tensor::zeros(shape, DType::F32, device)?,
+                    Tensor::zeros(shape, dtype, device)?,
+                    Tensor::zeros(shape, dtype, device)?,
                 ))
             })
             .collect::<Result<_>>()?;
@@ -79,6 +80,7 @@ impl KvCache {
             kv_heads,
             head_dim,
             capacity,
+            k0.dtype(),
             device,
         )?;
         for ((k, v), (pk, pv)) in cache.layers.iter().zip(&prefix.layers) {
@@ -170,7 +172,7 @@ mod tests {
     #[test]
     fn writes_in_place_and_snapshots_seed_batches() -> Result<()> {
         let device = Device::Cpu;
-        let mut cache = KvCache::new(2, 1, 2, 4, 8, &device)?;
+        let mut cache = KvCache::new(2, 1, 2, 4, 8, DType::F32, &device)?;
         let k = Tensor::arange(0f32, 24., &device)?.reshape((1, 2, 3, 4))?;
         for layer in 0..2 {
             let (all_k, _) = cache.write(layer, &k, &k)?;

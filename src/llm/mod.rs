@@ -5,15 +5,19 @@ pub mod card;
 pub mod chat;
 pub mod cpu;
 pub mod gguf;
+pub mod hub;
 pub mod kv;
+pub mod local;
 pub mod openai;
 pub mod prefix_cache;
 pub mod pull;
 pub mod sampler;
 pub mod transformer;
 
-use crate::error::Result;
+use crate::error::{self, Error, Result};
+use candle_core::{DType, Device};
 use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 /// One message of a chat prompt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -119,4 +123,62 @@ pub trait LanguageModel: Send + Sync {
     /// Draws `sampling.n` completions of the prompt. The same prompt,
     /// sampling and seed give the same texts.
     fn generate(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation>;
+}
+
+/// Picks a device from `cpu` or `cuda:N` (the latter needs the `cuda` feature).
+pub fn device(spec: &str) -> Result<Device> {
+    match spec {
+        "cpu" => Ok(Device::Cpu),
+        _ => {
+            let ordinal = spec
+                .strip_prefix("cuda")
+                .map(|rest| rest.trim_start_matches(':'))
+                .map(|n| {
+                    if n.is_empty() {
+                        Ok(0)
+                    } else {
+                        n.parse::<usize>()
+                    }
+                });
+            match ordinal {
+                Some(Ok(n)) => Device::new_cuda(n).map_err(|e| {
+                    Error::InvalidArgument(format!(
+                        "cannot use {spec}: {} (build with --features cuda on a machine with CUDA)",
+                        error::first_line(e)
+                    ))
+                }),
+                _ => Err(Error::InvalidArgument(format!(
+                    "unknown device `{spec}`; use cpu or cuda:N"
+                ))),
+            }
+        }
+    }
+}
+
+/// Loads a model run in this process from `spec`: a GGUF path or model
+/// name, a directory holding a Hugging Face checkpoint, or `hf:OWNER/REPO`
+/// (downloaded with hf-hub where the machine has internet).
+pub fn load_local(spec: &str, device: &Device) -> Result<local::LocalModel> {
+    // bf16 halves memory traffic on GPUs; CPUs compute fastest in f32.
+    let dtype = if device.is_cpu() {
+        DType::F32
+    } else {
+        DType::BF16
+    };
+    if let Some(repo) = spec.strip_prefix("hf:") {
+        let (repo, revision) = repo.split_once('@').unwrap_or((repo, "main"));
+        return hub::load(
+            &hub::CheckpointFiles::from_hub(repo, revision)?,
+            device,
+            dtype,
+        );
+    }
+    if Path::new(spec).is_dir() {
+        return hub::load(
+            &hub::CheckpointFiles::in_dir(Path::new(spec))?,
+            device,
+            dtype,
+        );
+    }
+    gguf::load(&gguf::resolve_model_path(spec)?)
 }

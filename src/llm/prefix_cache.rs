@@ -94,7 +94,8 @@ mod tests {
     use candle_core::Device;
 
     fn snapshot(len: usize) -> KvSnapshot {
-        let mut cache = KvCache::new(1, 1, 1, 2, 16, &Device::Cpu).unwrap();
+        let mut cache =
+            KvCache::new(1, 1, 1, 2, 16, candle_core::DType::F32, &Device::Cpu).unwrap();
         cache.advance(len);
         cache.snapshot(0, len).unwrap()
     }

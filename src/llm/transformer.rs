@@ -29,6 +29,8 @@ pub struct Config {
     pub rope_base: f32,
     pub rope_style: RopeStyle,
     pub context_length: usize,
+    /// Activations and key/value states (f32 on CPU; bf16 suits GPUs).
+    pub dtype: DType,
 }
 
 pub struct Attention {
@@ -58,7 +60,8 @@ pub struct Layer {
     pub ffn: FeedForward,
 }
 
-/// Token embeddings, kept in half precision (the lookup only needs rows).
+/// The token embedding table; rows are converted to the compute dtype on
+/// lookup, so it may be kept smaller (GGUF tables are kept in f16).
 pub struct Embedding(pub Tensor);
 
 pub struct Transformer {
@@ -107,6 +110,7 @@ impl Transformer {
             c.n_kv_heads,
             c.head_dim,
             capacity,
+            c.dtype,
             &self.device,
         )
     }
@@ -122,12 +126,12 @@ impl Transformer {
             .embedding
             .0
             .index_select(&ids, 0)?
-            .to_dtype(DType::F32)?
+            .to_dtype(self.config.dtype)?
             .reshape((batch, new, self.config.hidden))?;
         let cos = self.cos.narrow(0, start, new)?;
         let sin = self.sin.narrow(0, start, new)?;
         let mask = if new > 1 {
-            Some(causal_mask(new, start, &self.device)?)
+            Some(causal_mask(new, start, &self.device)?.to_dtype(self.config.dtype)?)
         } else {
             None
         };
@@ -229,7 +233,10 @@ fn rope_tables(config: &Config, device: &Device) -> Result<(Tensor, Tensor)> {
         .to_dtype(DType::F32)?
         .reshape((config.context_length, 1))?;
     let angles = positions.matmul(&inv_freq)?;
-    Ok((angles.cos()?, angles.sin()?))
+    Ok((
+        angles.cos()?.to_dtype(config.dtype)?,
+        angles.sin()?.to_dtype(config.dtype)?,
+    ))
 }
 
 /// (new, start + new): 0 where row i (at position start + i) may attend,
