@@ -90,8 +90,13 @@ fn same_seed_same_samples_and_rows_differ() {
         ..Sampling::default()
     };
     let prompt = sql_prompt("List the names of singers older than 30, oldest first.");
-    let first = shared().generate(&prompt, &sampling).unwrap();
-    let again = shared().generate(&prompt, &sampling).unwrap();
+    // A fresh model: the first call computes the prompt, the second reuses
+    // its cached states, and the samples must not change.
+    let model = gguf::load(&model_path()).unwrap();
+    let first = model.generate(&prompt, &sampling).unwrap();
+    let again = model.generate(&prompt, &sampling).unwrap();
+    assert_eq!(first.usage.cached_prompt_tokens, 0);
+    assert!(again.usage.cached_prompt_tokens > 0);
     let texts = |g: &iesr::llm::Generation| {
         g.completions
             .iter()

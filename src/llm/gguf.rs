@@ -13,6 +13,7 @@ use candle_core::{DType, Device, Tensor};
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use tokenizers::Tokenizer;
 
 /// Reads a metadata value or says which key is missing.
@@ -189,13 +190,11 @@ impl<R: std::io::Read + std::io::Seek> TensorLoader<'_, R> {
     }
 
     fn transformer(&mut self, mut config: Config) -> Result<Transformer> {
-        let embedding_table = self.vector("token_embd.weight")?;
-        config.vocab = embedding_table.dim(0).map_err(|e| corrupt(self.path, e))?;
-        let embedding = Embedding(
-            embedding_table
-                .to_dtype(DType::F16)
-                .map_err(|e| corrupt(self.path, e))?,
-        );
+        // The table stays quantized; rows are dequantized as tokens are
+        // looked up, which saves its f32 copy (545 MB for Qwen2.5-0.5B).
+        let table = Arc::new(self.qtensor("token_embd.weight")?);
+        config.vocab = table.shape().dims()[0];
+        let embedding = Embedding::Quantized(Arc::clone(&table));
         let mut layers = Vec::with_capacity(config.n_layers);
         for i in 0..config.n_layers {
             let p = |part: &str| format!("blk.{i}.{part}");
@@ -222,12 +221,11 @@ impl<R: std::io::Read + std::io::Seek> TensorLoader<'_, R> {
         }
         let final_norm = self.vector("output_norm.weight")?;
         // Small models tie the output projection to the embeddings.
-        let output_name = if self.has("output.weight") {
-            "output.weight"
+        let output = if self.has("output.weight") {
+            self.matrix("output.weight")?
         } else {
-            "token_embd.weight"
+            QMatMul::QTensor(table)
         };
-        let output = self.matrix(output_name)?;
         Transformer::new(config, embedding, layers, final_norm, output, self.device)
             .map_err(|e| corrupt(self.path, e))
     }

@@ -273,7 +273,7 @@ fn build(
     };
     Transformer::new(
         config.clone(),
-        Embedding(embed),
+        Embedding::Dense(embed),
         layers,
         final_norm,
         output,

@@ -141,21 +141,22 @@ impl LocalModel {
             }
             None => (self.transformer.new_cache(1, capacity)?, 0),
         };
-        let mut logits = None;
-        for chunk in ids[cached..].chunks(PREFILL_CHUNK) {
+        // The last prompt token always runs on its own: then its logits are
+        // computed the same way whether the rest came from the prefix cache
+        // or not, and a repeated request samples exactly the same text.
+        let (body, last) = ids.split_at(ids.len() - 1);
+        for chunk in body[cached..].chunks(PREFILL_CHUNK) {
             let input = Tensor::new(chunk, self.transformer.device())?.unsqueeze(0)?;
-            logits = Some(self.transformer.forward(&input, &mut cache)?);
+            self.transformer.forward(&input, &mut cache)?;
         }
+        let input = Tensor::new(last, self.transformer.device())?.unsqueeze(0)?;
+        let logits = self.transformer.forward(&input, &mut cache)?;
         let snapshot = cache.snapshot(0, ids.len())?;
         self.prefix_cache
             .lock()
             .expect("prefix cache lock")
             .insert(ids.to_vec(), snapshot);
-        Ok((
-            cache,
-            logits.expect("at least one token is computed"),
-            cached,
-        ))
+        Ok((cache, logits, cached))
     }
 
     fn run(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation> {

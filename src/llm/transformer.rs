@@ -5,8 +5,10 @@
 //! folded into the rows of a single matrix product.
 
 use super::kv::KvCache;
-use candle_core::quantized::QMatMul;
+use candle_core::quantized::ggml_file::qtensor_from_ggml;
+use candle_core::quantized::{QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Result, Tensor};
+use std::sync::Arc;
 
 /// How rotary position embeddings pair the dimensions of a head.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,9 +62,44 @@ pub struct Layer {
     pub ffn: FeedForward,
 }
 
-/// The token embedding table; rows are converted to the compute dtype on
-/// lookup, so it may be kept smaller (GGUF tables are kept in f16).
-pub struct Embedding(pub Tensor);
+/// The token embedding table.
+pub enum Embedding {
+    /// A plain matrix (vocab, hidden).
+    Dense(Tensor),
+    /// A quantized matrix; looked-up rows are dequantized one by one.
+    Quantized(Arc<QTensor>),
+}
+
+impl Embedding {
+    /// Rows for `ids`, shaped (ids.len(), hidden), in `dtype`.
+    fn lookup(&self, ids: &[u32], dtype: DType, device: &Device) -> Result<Tensor> {
+        match self {
+            Embedding::Dense(table) => {
+                let ids = Tensor::new(ids, device)?;
+                table.index_select(&ids, 0)?.to_dtype(dtype)
+            }
+            Embedding::Quantized(table) => {
+                let (vocab, hidden) = table.shape().dims2()?;
+                let data = table.data()?;
+                let row_bytes = data.len() / vocab;
+                let rows = ids
+                    .iter()
+                    .map(|&id| {
+                        let start = id as usize * row_bytes;
+                        let bytes = data.get(start..start + row_bytes).ok_or_else(|| {
+                            candle_core::Error::Msg(format!(
+                                "token id {id} is outside the vocabulary"
+                            ))
+                        })?;
+                        qtensor_from_ggml(table.dtype(), bytes, vec![1, hidden], &Device::Cpu)?
+                            .dequantize(&Device::Cpu)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Tensor::cat(&rows, 0)?.to_dtype(dtype)?.to_device(device)
+            }
+        }
+    }
+}
 
 pub struct Transformer {
     pub config: Config,
@@ -121,12 +158,10 @@ impl Transformer {
     pub fn forward(&self, tokens: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
         let (batch, new) = tokens.dims2()?;
         let start = cache.len();
-        let ids = tokens.flatten_all()?;
+        let ids = tokens.flatten_all()?.to_vec1::<u32>()?;
         let mut x = self
             .embedding
-            .0
-            .index_select(&ids, 0)?
-            .to_dtype(self.config.dtype)?
+            .lookup(&ids, self.config.dtype, &self.device)?
             .reshape((batch, new, self.config.hidden))?;
         let cos = self.cos.narrow(0, start, new)?;
         let sin = self.sin.narrow(0, start, new)?;
