@@ -212,3 +212,29 @@ fn unknown_architecture_is_named() {
     assert!(matches!(err, Error::UnknownArchitecture { .. }), "{err}");
     assert!(err.to_string().contains("mamba"));
 }
+
+/// Prompts of unequal length decoded in one left-padded batch give the
+/// same greedy text as each decoded alone.
+#[test]
+fn unequal_prompts_batch_like_single_requests() {
+    let questions = [
+        "How many singers are there?",
+        "What are the names and ages of all singers from France, youngest first, skipping anyone without an age?",
+        "Oldest singer?",
+    ];
+    let requests: Vec<(Prompt, Sampling)> = questions
+        .iter()
+        .map(|q| (sql_prompt(q), greedy(32)))
+        .collect();
+    let batched = shared().generate_many(&requests).unwrap();
+    assert_eq!(batched.len(), 3);
+    let lengths: Vec<usize> = batched.iter().map(|g| g.usage.prompt_tokens).collect();
+    assert!(
+        lengths[1] > lengths[0] && lengths[0] > lengths[2],
+        "{lengths:?}"
+    );
+    for ((prompt, sampling), together) in requests.iter().zip(&batched) {
+        let alone = shared().generate(prompt, sampling).unwrap();
+        assert_eq!(together.completions[0].text, alone.completions[0].text);
+    }
+}

@@ -11,6 +11,10 @@ pub struct KvCache {
     /// Positions filled (the same for every row).
     len: usize,
     capacity: usize,
+    /// Per row, how many leading positions are padding: rows holding
+    /// prompts of unequal length are left-padded to a common length, and the
+    /// padding is masked out and skipped by the rotary positions.
+    padding: Vec<usize>,
 }
 
 /// The first `len` positions of a cache, for one row.
@@ -62,6 +66,7 @@ impl KvCache {
             layers,
             len: 0,
             capacity,
+            padding: vec![0; batch],
         })
     }
 
@@ -102,6 +107,21 @@ impl KvCache {
         self.len == 0
     }
 
+    pub fn batch(&self) -> usize {
+        self.padding.len()
+    }
+
+    /// Leading padding positions per row.
+    pub fn padding(&self) -> &[usize] {
+        &self.padding
+    }
+
+    /// Declares the left padding of each row before the first forward pass.
+    pub fn set_padding(&mut self, padding: Vec<usize>) {
+        assert_eq!(padding.len(), self.batch(), "one padding count per row");
+        self.padding = padding;
+    }
+
     pub fn capacity(&self) -> usize {
         self.capacity
     }
@@ -128,6 +148,25 @@ impl KvCache {
 
     pub fn advance(&mut self, positions: usize) {
         self.len += positions;
+    }
+
+    /// A cache whose row i copies row `rows[i]` of this one (same length,
+    /// capacity and padding): one prompt's states fanned out to n samples.
+    pub fn select_rows(&self, rows: &[usize]) -> Result<KvCache> {
+        let device = self.layers[0].0.device();
+        let index: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
+        let index = Tensor::new(index.as_slice(), device)?;
+        let layers = self
+            .layers
+            .iter()
+            .map(|(k, v)| Ok((k.index_select(&index, 0)?, v.index_select(&index, 0)?)))
+            .collect::<Result<_>>()?;
+        Ok(KvCache {
+            layers,
+            len: self.len,
+            capacity: self.capacity,
+            padding: rows.iter().map(|&r| self.padding[r]).collect(),
+        })
     }
 
     /// A contiguous copy of row `row`'s first `len` positions.

@@ -159,9 +159,9 @@ impl LocalModel {
         Ok((cache, logits, cached))
     }
 
-    fn run(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation> {
-        let text = self.render(prompt)?;
-        let ids = self.encode(&text)?;
+    /// Prompt tokens, checked against the context length.
+    fn prompt_ids(&self, prompt: &Prompt) -> Result<Vec<u32>> {
+        let ids = self.encode(&self.render(prompt)?)?;
         let context = self.transformer.config.context_length;
         if ids.is_empty() {
             return Err(Error::Inference("the prompt is empty".into()));
@@ -172,11 +172,21 @@ impl LocalModel {
                 context,
             });
         }
-        let max_tokens = sampling.max_tokens.min(context - ids.len());
+        Ok(ids)
+    }
+
+    fn max_new_tokens(&self, prompt_len: usize, sampling: &Sampling) -> usize {
+        sampling
+            .max_tokens
+            .min(self.transformer.config.context_length - prompt_len)
+    }
+
+    fn run(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation> {
+        let ids = self.prompt_ids(prompt)?;
+        let max_tokens = self.max_new_tokens(ids.len(), sampling);
         let n = sampling.n.max(1);
         let capacity = ids.len() + max_tokens;
         let started = Instant::now();
-        let inference = |e: candle_core::Error| Error::Inference(first_line(e));
         let (single, first_logits, cached) = self.prefill(&ids, capacity).map_err(inference)?;
         let prefill_seconds = started.elapsed().as_secs_f64();
 
@@ -184,61 +194,183 @@ impl LocalModel {
         let mut cache = if n == 1 {
             single
         } else {
-            let snapshot = single.snapshot(0, ids.len()).map_err(inference)?;
-            KvCache::from_snapshot(&snapshot, n, capacity, self.transformer.device())
-                .map_err(inference)?
+            single.select_rows(&vec![0; n]).map_err(inference)?
         };
         let first = row_logits(&first_logits, 0).map_err(inference)?;
         let mut rows: Vec<RowState> = (0..n)
-            .map(|row| RowState::new(Sampler::new(sampling, row)))
+            .map(|row| RowState::new(sampling, row, max_tokens))
             .collect();
-        let mut logits: Vec<Vec<f32>> = vec![first; n];
-        for step in 0..max_tokens {
-            let mut next = Vec::with_capacity(n);
-            for (row, state) in rows.iter_mut().enumerate() {
-                if state.finished.is_some() {
-                    next.push(state.last_token());
-                    continue;
-                }
-                let token = state.sampler.next_token(&logits[row]);
-                if self.stop_tokens.contains(&token) {
-                    state.finished = Some(FinishReason::Stop);
-                    next.push(token);
-                    continue;
-                }
-                state.tokens.push(token);
-                if !sampling.stop.is_empty() {
-                    let text = self.decode(&state.tokens)?;
-                    if sampling.stop.iter().any(|s| text.contains(s.as_str())) {
-                        state.finished = Some(FinishReason::Stop);
-                    }
-                }
-                next.push(token);
+        self.decode_rows(&mut cache, &mut rows, vec![first; n])?;
+        let decode_seconds = started.elapsed().as_secs_f64();
+        let (completions, generated) = self.completions(rows)?;
+        Ok(Generation {
+            completions,
+            usage: Usage {
+                prompt_tokens: ids.len(),
+                cached_prompt_tokens: cached,
+                generated_tokens: generated,
+                prefill_seconds,
+                decode_seconds,
+            },
+        })
+    }
+
+    /// Several prompts of unequal length in one batch: left-padded to a
+    /// common length, prefilled together, then every sample of every
+    /// request decoded together. Each request's usage reports the batch's
+    /// wall times.
+    fn run_many(&self, requests: &[(Prompt, Sampling)]) -> Result<Vec<Generation>> {
+        let prompts = requests
+            .iter()
+            .map(|(prompt, _)| self.prompt_ids(prompt))
+            .collect::<Result<Vec<_>>>()?;
+        let longest = prompts.iter().map(Vec::len).max().unwrap_or(0);
+        let limits: Vec<usize> = prompts
+            .iter()
+            .zip(requests)
+            .map(|(ids, (_, sampling))| self.max_new_tokens(ids.len(), sampling))
+            .collect();
+        let capacity = longest + limits.iter().max().copied().unwrap_or(0);
+        let started = Instant::now();
+        let (cache, first_logits) = self
+            .prefill_padded(&prompts, longest, capacity)
+            .map_err(inference)?;
+        let prefill_seconds = started.elapsed().as_secs_f64();
+
+        let started = Instant::now();
+        let mut sources = Vec::new();
+        let mut rows = Vec::new();
+        let mut logits = Vec::new();
+        for (request, (_, sampling)) in requests.iter().enumerate() {
+            let first = row_logits(&first_logits, request).map_err(inference)?;
+            for row in 0..sampling.n.max(1) {
+                sources.push(request);
+                rows.push(RowState::new(sampling, row, limits[request]));
+                logits.push(first.clone());
             }
-            if rows.iter().all(|r| r.finished.is_some()) || step + 1 == max_tokens {
-                break;
+        }
+        let mut cache = cache.select_rows(&sources).map_err(inference)?;
+        self.decode_rows(&mut cache, &mut rows, logits)?;
+        let decode_seconds = started.elapsed().as_secs_f64();
+
+        let mut generations: Vec<Generation> = prompts
+            .iter()
+            .map(|ids| Generation {
+                completions: Vec::new(),
+                usage: Usage {
+                    prompt_tokens: ids.len(),
+                    prefill_seconds,
+                    decode_seconds,
+                    ..Usage::default()
+                },
+            })
+            .collect();
+        for (request, state) in sources.into_iter().zip(rows) {
+            let (mut completions, generated) = self.completions(vec![state])?;
+            let generation = &mut generations[request];
+            generation.completions.append(&mut completions);
+            generation.usage.generated_tokens += generated;
+        }
+        Ok(generations)
+    }
+
+    /// Prefills left-padded prompts as one batch; returns the cache and the
+    /// logits of each row's last prompt token.
+    fn prefill_padded(
+        &self,
+        prompts: &[Vec<u32>],
+        longest: usize,
+        capacity: usize,
+    ) -> candle_core::Result<(KvCache, Tensor)> {
+        let device = self.transformer.device();
+        let mut cache = self.transformer.new_cache(prompts.len(), capacity)?;
+        cache.set_padding(prompts.iter().map(|ids| longest - ids.len()).collect());
+        // Padding slots hold a real token id; their states are masked out.
+        let padded: Vec<Vec<u32>> = prompts
+            .iter()
+            .map(|ids| {
+                let mut row = vec![ids[0]; longest - ids.len()];
+                row.extend_from_slice(ids);
+                row
+            })
+            .collect();
+        let mut column = 0;
+        while column < longest - 1 {
+            let width = PREFILL_CHUNK.min(longest - 1 - column);
+            let chunk: Vec<u32> = padded
+                .iter()
+                .flat_map(|row| row[column..column + width].iter().copied())
+                .collect();
+            let input = Tensor::from_vec(chunk, (prompts.len(), width), device)?;
+            self.transformer.forward(&input, &mut cache)?;
+            column += width;
+        }
+        let last: Vec<u32> = padded.iter().map(|row| row[longest - 1]).collect();
+        let input = Tensor::from_vec(last, (prompts.len(), 1), device)?;
+        let logits = self.transformer.forward(&input, &mut cache)?;
+        Ok((cache, logits))
+    }
+
+    /// Samples every row until each stops or reaches its token limit,
+    /// feeding all rows through the model together at each step.
+    fn decode_rows(
+        &self,
+        cache: &mut KvCache,
+        rows: &mut [RowState],
+        mut logits: Vec<Vec<f32>>,
+    ) -> Result<()> {
+        loop {
+            let mut next = Vec::with_capacity(rows.len());
+            for (row, state) in rows.iter_mut().enumerate() {
+                if state.finished.is_none() {
+                    let token = state.sampler.next_token(&logits[row]);
+                    self.accept(state, token)?;
+                }
+                next.push(state.last_token());
+            }
+            if rows.iter().all(|r| r.finished.is_some()) {
+                return Ok(());
             }
             let input = Tensor::new(next.as_slice(), self.transformer.device())
                 .and_then(|t| t.unsqueeze(1))
                 .map_err(inference)?;
-            let out = self
-                .transformer
-                .forward(&input, &mut cache)
-                .map_err(inference)?;
+            let out = self.transformer.forward(&input, cache).map_err(inference)?;
             for (row, slot) in logits.iter_mut().enumerate() {
                 if rows[row].finished.is_none() {
                     *slot = row_logits(&out, row).map_err(inference)?;
                 }
             }
         }
-        let decode_seconds = started.elapsed().as_secs_f64();
+    }
 
-        let mut completions = Vec::with_capacity(n);
+    /// Records a sampled token and decides whether its row is done.
+    fn accept(&self, state: &mut RowState, token: u32) -> Result<()> {
+        if self.stop_tokens.contains(&token) {
+            state.finished = Some(FinishReason::Stop);
+            return Ok(());
+        }
+        state.tokens.push(token);
+        if !state.stop.is_empty() {
+            let text = self.decode(&state.tokens)?;
+            if state.stop.iter().any(|s| text.contains(s.as_str())) {
+                state.finished = Some(FinishReason::Stop);
+                return Ok(());
+            }
+        }
+        if state.tokens.len() >= state.max_tokens {
+            state.finished = Some(FinishReason::Length);
+        }
+        Ok(())
+    }
+
+    /// Texts (cut at the first stop string) and the total generated tokens.
+    fn completions(&self, rows: Vec<RowState>) -> Result<(Vec<Completion>, usize)> {
+        let mut completions = Vec::with_capacity(rows.len());
         let mut generated = 0;
         for state in rows {
             let mut text = self.decode(&state.tokens)?;
             let mut finish = state.finished.unwrap_or(FinishReason::Length);
-            if let Some(cut) = sampling
+            if let Some(cut) = state
                 .stop
                 .iter()
                 .filter_map(|s| text.find(s.as_str()))
@@ -254,35 +386,34 @@ impl LocalModel {
                 generated_tokens: state.tokens.len(),
             });
         }
-        Ok(Generation {
-            completions,
-            usage: Usage {
-                prompt_tokens: ids.len(),
-                cached_prompt_tokens: cached,
-                generated_tokens: generated,
-                prefill_seconds,
-                decode_seconds,
-            },
-        })
+        Ok((completions, generated))
     }
+}
+
+fn inference(e: candle_core::Error) -> Error {
+    Error::Inference(first_line(e))
 }
 
 struct RowState {
     sampler: Sampler,
     tokens: Vec<u32>,
+    max_tokens: usize,
+    stop: Vec<String>,
     finished: Option<FinishReason>,
 }
 
 impl RowState {
-    fn new(sampler: Sampler) -> Self {
+    fn new(sampling: &Sampling, row: usize, max_tokens: usize) -> Self {
         RowState {
-            sampler,
+            sampler: Sampler::new(sampling, row),
             tokens: Vec::new(),
-            finished: None,
+            max_tokens,
+            stop: sampling.stop.clone(),
+            finished: (max_tokens == 0).then_some(FinishReason::Length),
         }
     }
 
-    /// What to feed for a finished row (its output is ignored).
+    /// What to feed next (for a finished row, anything: its output is ignored).
     fn last_token(&self) -> u32 {
         self.tokens.last().copied().unwrap_or(0)
     }
@@ -295,5 +426,13 @@ impl LanguageModel for LocalModel {
 
     fn generate(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation> {
         self.run(prompt, sampling)
+    }
+
+    fn generate_many(&self, requests: &[(Prompt, Sampling)]) -> Result<Vec<Generation>> {
+        match requests {
+            [] => Ok(Vec::new()),
+            [(prompt, sampling)] => Ok(vec![self.run(prompt, sampling)?]),
+            _ => self.run_many(requests),
+        }
     }
 }

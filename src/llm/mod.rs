@@ -123,6 +123,15 @@ pub trait LanguageModel: Send + Sync {
     /// Draws `sampling.n` completions of the prompt. The same prompt,
     /// sampling and seed give the same texts.
     fn generate(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation>;
+
+    /// Completes several requests; backends that can batch unequal prompts
+    /// together override this.
+    fn generate_many(&self, requests: &[(Prompt, Sampling)]) -> Result<Vec<Generation>> {
+        requests
+            .iter()
+            .map(|(prompt, sampling)| self.generate(prompt, sampling))
+            .collect()
+    }
 }
 
 /// Picks a device from `cpu` or `cuda:N` (the latter needs the `cuda` feature).

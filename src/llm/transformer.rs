@@ -163,12 +163,19 @@ impl Transformer {
             .embedding
             .lookup(&ids, self.config.dtype, &self.device)?
             .reshape((batch, new, self.config.hidden))?;
-        let cos = self.cos.narrow(0, start, new)?;
-        let sin = self.sin.narrow(0, start, new)?;
-        let mask = if new > 1 {
-            Some(causal_mask(new, start, &self.device)?.to_dtype(self.config.dtype)?)
+        let (cos, sin, mask) = if cache.padding().iter().all(|&p| p == 0) {
+            let mask = if new > 1 {
+                Some(causal_mask(new, start, &self.device)?.to_dtype(self.config.dtype)?)
+            } else {
+                None
+            };
+            (
+                self.cos.narrow(0, start, new)?,
+                self.sin.narrow(0, start, new)?,
+                mask,
+            )
         } else {
-            None
+            self.padded_positions(cache.padding(), start, new)?
         };
         for (index, layer) in self.layers.iter().enumerate() {
             let normed =
@@ -183,7 +190,7 @@ impl Transformer {
             x = (x + ffn.down.forward(&gated)?)?;
         }
         cache.advance(new);
-        let last = x.narrow(1, new - 1, 1)?;
+        let last = x.narrow(1, new - 1, 1)?.contiguous()?;
         let last = candle_nn::ops::rms_norm(&last, &self.final_norm, self.config.rms_eps as f32)?;
         self.output.forward(&last)?.squeeze(1)
     }
@@ -244,6 +251,47 @@ impl Transformer {
             .transpose(1, 2)?
             .reshape((batch, new, c.n_heads * c.head_dim))?;
         a.o.forward(&out)
+    }
+
+    /// Rotary tables (batch, new, d/2) and a mask (batch, 1, 1, new, total)
+    /// for left-padded rows: a row's positions count from its first real
+    /// token, and nothing attends to padding.
+    fn padded_positions(
+        &self,
+        padding: &[usize],
+        start: usize,
+        new: usize,
+    ) -> Result<(Tensor, Tensor, Option<Tensor>)> {
+        let total = start + new;
+        let mut cos_rows = Vec::with_capacity(padding.len());
+        let mut sin_rows = Vec::with_capacity(padding.len());
+        let mut mask = Vec::with_capacity(padding.len() * new * total);
+        for &pad in padding {
+            let positions: Vec<u32> = (start..total)
+                .map(|p| p.saturating_sub(pad) as u32)
+                .collect();
+            let positions = Tensor::new(positions.as_slice(), &self.device)?;
+            cos_rows.push(self.cos.index_select(&positions, 0)?);
+            sin_rows.push(self.sin.index_select(&positions, 0)?);
+            for i in 0..new {
+                mask.extend((0..total).map(|j| {
+                    // A padding query may see itself, so its softmax stays
+                    // finite (its output is never used).
+                    if j > start + i || (j < pad && j != start + i) {
+                        f32::NEG_INFINITY
+                    } else {
+                        0.0
+                    }
+                }));
+            }
+        }
+        let mask = Tensor::from_vec(mask, (padding.len(), 1, 1, new, total), &self.device)?
+            .to_dtype(self.config.dtype)?;
+        Ok((
+            Tensor::stack(&cos_rows, 0)?,
+            Tensor::stack(&sin_rows, 0)?,
+            Some(mask),
+        ))
     }
 
     fn rope(&self, x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
