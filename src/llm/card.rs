@@ -9,9 +9,10 @@ use std::path::PathBuf;
 /// The model `iesr` uses when none is named.
 pub const DEFAULT_MODEL: &str = "qwen2.5-coder-0.5b-instruct";
 
-const BUILTIN: &[&str] = &[include_str!(
-    "../../models/qwen2.5-coder-0.5b-instruct.toml"
-)];
+const BUILTIN: &[&str] = &[
+    include_str!("../../models/qwen2.5-coder-0.5b-instruct.toml"),
+    include_str!("../../models/qwen2.5-coder-1.5b-instruct.toml"),
+];
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct ModelCard {
@@ -89,5 +90,7 @@ mod tests {
         assert_eq!(card.size, 491_400_064);
         assert_eq!(card.registry.unwrap().chunks.len(), 6);
         assert!(matches!(find_card("nope"), Err(Error::UnknownModel(_))));
+        let larger = find_card("qwen2.5-coder-1.5b-instruct").unwrap();
+        assert_eq!(larger.registry.unwrap().chunks.len(), 22);
     }
 }

@@ -172,3 +172,26 @@ impl<W: Write> Write for HashingWriter<W> {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::card::find_card;
+
+    #[test]
+    fn a_file_with_the_wrong_checksum_is_deleted_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("model.gguf");
+        std::fs::write(&path, b"not the model").unwrap();
+        let card = find_card(crate::llm::card::DEFAULT_MODEL).unwrap();
+        let err = verify(&card, &path).unwrap_err();
+        assert!(matches!(err, Error::ChecksumMismatch { .. }), "{err}");
+        assert!(err.to_string().contains(&card.sha256));
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn hex_is_lowercase_and_padded() {
+        assert_eq!(hex(&[0x00, 0xab, 0x1f]), "00ab1f");
+    }
+}
