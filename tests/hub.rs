@@ -1,7 +1,8 @@
 //! The safetensors (Hugging Face layout) backend on tiny random checkpoints
 //! the test writes itself: our transformer must compute the same logits as
 //! candle-transformers' reference Qwen2, Qwen3 and Llama on the same
-//! weights, and generate through the common trait.
+//! weights, and generate through the common trait. The same weights written
+//! as GGUF (with llama.cpp's conventions) must give the same logits again.
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
@@ -186,6 +187,99 @@ fn write_checkpoint(dir: &Path, family: Family) {
     candle_core::safetensors::save(&tensors, dir.join("model.safetensors")).unwrap();
 }
 
+/// Writes the checkpoint in `dir` as a GGUF file the way llama.cpp's
+/// converter does: GGUF tensor names, and for Llama the query and key rows
+/// permuted for its interleaved rotary embedding.
+fn write_gguf(dir: &Path, family: Family) -> std::path::PathBuf {
+    use candle_core::quantized::gguf_file::{write, Value};
+    use candle_core::quantized::{GgmlDType, QTensor};
+    let tensors =
+        candle_core::safetensors::load(dir.join("model.safetensors"), &Device::Cpu).unwrap();
+    let arch = match family {
+        Family::Qwen2 => "qwen2",
+        Family::Qwen3 => "qwen3",
+        Family::Llama => "llama",
+    };
+    let hd = family.head_dim();
+    let interleave = |w: &Tensor, heads: usize| -> Tensor {
+        if family != Family::Llama {
+            return w.clone();
+        }
+        let (out, inp) = w.dims2().unwrap();
+        w.reshape((heads, 2, hd / 2, inp))
+            .unwrap()
+            .transpose(1, 2)
+            .unwrap()
+            .reshape((out, inp))
+            .unwrap()
+            .contiguous()
+            .unwrap()
+    };
+    let mut named: Vec<(String, QTensor)> = Vec::new();
+    for (hf, t) in &tensors {
+        let name = if let Some(rest) = hf.strip_prefix("model.layers.") {
+            let (layer, part) = rest.split_once('.').unwrap();
+            let (gguf_part, t) = match part {
+                "input_layernorm.weight" => ("attn_norm.weight", t.clone()),
+                "post_attention_layernorm.weight" => ("ffn_norm.weight", t.clone()),
+                "self_attn.q_proj.weight" => ("attn_q.weight", interleave(t, HEADS)),
+                "self_attn.k_proj.weight" => ("attn_k.weight", interleave(t, KV_HEADS)),
+                "self_attn.v_proj.weight" => ("attn_v.weight", t.clone()),
+                "self_attn.o_proj.weight" => ("attn_output.weight", t.clone()),
+                "self_attn.q_proj.bias" => ("attn_q.bias", t.clone()),
+                "self_attn.k_proj.bias" => ("attn_k.bias", t.clone()),
+                "self_attn.v_proj.bias" => ("attn_v.bias", t.clone()),
+                "self_attn.q_norm.weight" => ("attn_q_norm.weight", t.clone()),
+                "self_attn.k_norm.weight" => ("attn_k_norm.weight", t.clone()),
+                "mlp.gate_proj.weight" => ("ffn_gate.weight", t.clone()),
+                "mlp.up_proj.weight" => ("ffn_up.weight", t.clone()),
+                "mlp.down_proj.weight" => ("ffn_down.weight", t.clone()),
+                other => panic!("unexpected tensor {other}"),
+            };
+            named.push((
+                format!("blk.{layer}.{gguf_part}"),
+                QTensor::quantize(&t, GgmlDType::F32).unwrap(),
+            ));
+            continue;
+        } else {
+            match hf.as_str() {
+                "model.embed_tokens.weight" => "token_embd.weight",
+                "lm_head.weight" => "output.weight",
+                "model.norm.weight" => "output_norm.weight",
+                other => panic!("unexpected tensor {other}"),
+            }
+        };
+        named.push((
+            name.to_string(),
+            QTensor::quantize(t, GgmlDType::F32).unwrap(),
+        ));
+    }
+    let key = |k: &str| format!("{arch}.{k}");
+    let tokens: Vec<Value> = (0..VOCAB).map(|i| Value::String(format!("t{i}"))).collect();
+    let metadata: Vec<(String, Value)> = vec![
+        ("general.architecture".into(), Value::String(arch.into())),
+        (key("attention.head_count"), Value::U32(HEADS as u32)),
+        (key("attention.head_count_kv"), Value::U32(KV_HEADS as u32)),
+        (key("attention.key_length"), Value::U32(hd as u32)),
+        (key("embedding_length"), Value::U32(HIDDEN as u32)),
+        (key("block_count"), Value::U32(LAYERS as u32)),
+        (key("context_length"), Value::U32(64)),
+        (key("attention.layer_norm_rms_epsilon"), Value::F32(1e-6)),
+        (key("rope.freq_base"), Value::F32(10000.0)),
+        ("tokenizer.ggml.model".into(), Value::String("gpt2".into())),
+        ("tokenizer.ggml.tokens".into(), Value::Array(tokens)),
+        ("tokenizer.ggml.merges".into(), Value::Array(Vec::new())),
+        ("tokenizer.ggml.eos_token_id".into(), Value::U32(1)),
+    ];
+    let path = dir.join(format!("{arch}.gguf"));
+    let mut file = std::fs::File::create(&path).unwrap();
+    let metadata_refs: Vec<(&str, &Value)> =
+        metadata.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let tensor_refs: Vec<(&str, &QTensor)> = named.iter().map(|(k, t)| (k.as_str(), t)).collect();
+    write(&mut file, &metadata_refs, &tensor_refs).unwrap();
+    path
+}
+
 /// Logits of the last position from candle-transformers' implementation.
 fn reference_logits(dir: &Path, family: Family, tokens: &[u32]) -> Vec<f32> {
     let device = Device::Cpu;
@@ -244,6 +338,16 @@ fn check_family(family: Family) {
         .map(|(a, b)| (a - b).abs())
         .fold(0f32, f32::max);
     assert!(worst < 1e-4, "largest logit difference {worst}");
+
+    let from_gguf = write_gguf(dir.path(), family);
+    let gguf_model = iesr::llm::gguf::load(&from_gguf).unwrap();
+    let via_gguf = our_logits(&gguf_model, &tokens);
+    let worst = via_gguf
+        .iter()
+        .zip(&reference)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(worst < 1e-4, "GGUF: largest logit difference {worst}");
 
     // Through the common trait, with the checkpoint's chat template.
     let prompt = Prompt::Chat(vec![ChatMessage::new("user", "select name from singer")]);
