@@ -11,3 +11,6 @@ pub mod eval;
 
 pub use error::{Error, QueryError, Result};
 pub mod llm;
+pub mod prompts;
+pub mod search;
+pub mod trace;

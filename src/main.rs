@@ -10,10 +10,12 @@ use iesr::llm::card::{builtin_cards, find_card, DEFAULT_MODEL};
 use iesr::llm::load_local;
 use iesr::llm::openai::OpenAiModel;
 use iesr::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
+use iesr::search::{Engine, Method, SearchConfig};
 use iesr::{Error, Result};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Parser)]
@@ -95,22 +97,14 @@ enum Command {
         #[command(subcommand)]
         action: ModelAction,
     },
+    /// Answer a question over a SQLite database with SQL verified by execution.
+    Search(SearchArgs),
     /// Measure local inference: prefill, decode, batched decode, cached prefixes, memory.
     BenchLlm(BenchLlmArgs),
     /// Send one prompt to a model and print its completions.
     Chat {
-        /// A model name (`iesr model list`), a GGUF file, a Hugging Face
-        /// checkpoint directory or hf:OWNER/REPO; with --openai-url, the
-        /// model name the server expects.
-        #[arg(long, default_value = DEFAULT_MODEL)]
-        model: String,
-        /// Where a local model runs: cpu, or cuda:N with the `cuda` feature.
-        #[arg(long, default_value = "cpu")]
-        device: String,
-        /// Use an OpenAI-compatible server (vLLM, SGLang, llama.cpp) at this
-        /// URL instead of a local model; the key is read from OPENAI_API_KEY.
-        #[arg(long)]
-        openai_url: Option<String>,
+        #[command(flatten)]
+        model: ModelArgs,
         /// System message (chat prompts only).
         #[arg(long)]
         system: Option<String>,
@@ -138,6 +132,62 @@ enum Command {
         json: bool,
         prompt: String,
     },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum MethodArg {
+    /// One SQL-generation call at temperature 0.
+    Greedy,
+    /// Self-consistency: --samples completions, majority vote over execution results.
+    Sc,
+}
+
+#[derive(clap::Args)]
+struct ModelArgs {
+    /// A model name (`iesr model list`; pulled when missing), a GGUF file, a
+    /// Hugging Face checkpoint directory or hf:OWNER/REPO; with
+    /// --openai-url, the model name the server expects.
+    #[arg(long, default_value = DEFAULT_MODEL)]
+    model: String,
+    /// Where a local model runs: cpu, or cuda:N with the `cuda` feature.
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    /// Use an OpenAI-compatible server (vLLM, SGLang, llama.cpp) at this
+    /// URL instead of a local model; the key is read from OPENAI_API_KEY.
+    #[arg(long)]
+    openai_url: Option<String>,
+}
+
+#[derive(clap::Args)]
+struct SearchArgs {
+    /// SQLite database file (opened read-only).
+    #[arg(long)]
+    db: PathBuf,
+    /// Evidence that helps answer, such as definitions of terms.
+    #[arg(long)]
+    hint: Option<String>,
+    #[arg(long, value_enum, default_value_t = MethodArg::Greedy)]
+    method: MethodArg,
+    /// Completions drawn by --method sc.
+    #[arg(long, default_value_t = 8)]
+    samples: usize,
+    /// Sampling temperature for --method sc.
+    #[arg(long, default_value_t = 0.8)]
+    temperature: f32,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Token limit per completion.
+    #[arg(long, default_value_t = 384)]
+    max_tokens: usize,
+    /// Print the answer and its trace as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Write the trace (every call, candidate and score) to this JSON file.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    question: String,
 }
 
 #[derive(clap::Args)]
@@ -192,6 +242,59 @@ fn seconds(value: f64, flag: &str) -> Result<Duration> {
         .ok_or_else(|| {
             Error::InvalidArgument(format!("{flag} must be a positive number of seconds"))
         })
+}
+
+/// The model behind --model/--openai-url; a known model that has not been
+/// pulled yet is pulled first.
+fn open_model(args: &ModelArgs) -> Result<Arc<dyn LanguageModel>> {
+    if let Some(url) = &args.openai_url {
+        return Ok(Arc::new(OpenAiModel::new(
+            url,
+            &args.model,
+            std::env::var("OPENAI_API_KEY").ok(),
+            Duration::from_secs(600),
+        )));
+    }
+    if let Ok(card) = find_card(&args.model) {
+        if !card.cached_path().is_file() {
+            eprintln!("{} is not in the model cache yet; pulling it", card.name);
+            iesr::llm::pull::pull(&card, &mut |line| eprintln!("{line}"))?;
+        }
+    }
+    Ok(Arc::new(load_local(
+        &args.model,
+        &iesr::llm::device(&args.device)?,
+    )?))
+}
+
+fn search(args: SearchArgs) -> Result<()> {
+    let method = match args.method {
+        MethodArg::Greedy => Method::Greedy,
+        MethodArg::Sc => Method::SelfConsistency {
+            samples: args.samples,
+            temperature: args.temperature,
+        },
+    };
+    let config = SearchConfig {
+        method,
+        seed: args.seed,
+        max_tokens: args.max_tokens,
+        ..SearchConfig::default()
+    };
+    // A bad database path should not wait for a model to load.
+    iesr::db::open::open_read_only(&args.db)?;
+    let model = open_model(&args.model)?;
+    let engine = Engine::new(model, &args.db, config)?;
+    let answer = engine.answer(&args.question, args.hint.as_deref())?;
+    if let Some(path) = &args.trace {
+        let text = serde_json::to_string_pretty(&answer.trace).expect("traces serialize");
+        std::fs::write(path, text).map_err(|e| Error::io(path, e))?;
+    }
+    if args.json {
+        output::print_json(&answer)
+    } else {
+        output::print_text(&output::answer_text(&answer))
+    }
 }
 
 fn run(command: Command) -> Result<()> {
@@ -288,6 +391,7 @@ fn run(command: Command) -> Result<()> {
                 output::print_text(&lines.join("\n"))
             }
         },
+        Command::Search(args) => search(args),
         Command::BenchLlm(args) => {
             let model = load_local(&args.model, &Device::Cpu)?;
             let config = iesr::llm::bench::BenchConfig {
@@ -304,8 +408,6 @@ fn run(command: Command) -> Result<()> {
         }
         Command::Chat {
             model,
-            device,
-            openai_url,
             system,
             raw,
             temperature,
@@ -318,15 +420,7 @@ fn run(command: Command) -> Result<()> {
             json,
             prompt,
         } => {
-            let model: Box<dyn LanguageModel> = match openai_url {
-                Some(url) => Box::new(OpenAiModel::new(
-                    &url,
-                    &model,
-                    std::env::var("OPENAI_API_KEY").ok(),
-                    Duration::from_secs(600),
-                )),
-                None => Box::new(load_local(&model, &iesr::llm::device(&device)?)?),
-            };
+            let model = open_model(&model)?;
             let prompt = if raw {
                 Prompt::Raw(prompt)
             } else {

@@ -5,6 +5,7 @@ use iesr::db::QueryResult;
 use iesr::eval::{Report, Tally};
 use iesr::llm::bench::BenchReport;
 use iesr::llm::Generation;
+use iesr::search::Answer;
 use iesr::{Error, Result};
 use std::io::Write;
 
@@ -189,4 +190,29 @@ pub fn bench_text(report: &BenchReport) -> String {
         ]);
     }
     format!("{table}\n")
+}
+
+pub fn answer_text(answer: &Answer) -> String {
+    let mut out = String::new();
+    match &answer.sql {
+        Some(sql) => out.push_str(&format!("{sql}\n\n")),
+        None => out.push_str("no SQL could be found in the model's answers\n"),
+    }
+    if let Some(result) = &answer.result {
+        out.push_str(&result_table(result));
+    }
+    if let Some(error) = &answer.error {
+        out.push_str(&format!("the query failed: {error}\n"));
+    }
+    let c = &answer.trace.cost;
+    out.push_str(&format!(
+        "confidence {:.2} | {} calls, prompt tokens {} computed / {} cached, {} generated, {:.1} s\n",
+        answer.confidence,
+        c.calls,
+        c.prompt_tokens - c.cached_prompt_tokens,
+        c.cached_prompt_tokens,
+        c.generated_tokens,
+        c.seconds
+    ));
+    out
 }

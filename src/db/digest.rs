@@ -57,6 +57,19 @@ impl ResultDigest {
         xxh3_128(&bytes)
     }
 
+    /// One key for the result as a set of rows (BIRD's rule): two results
+    /// share it exactly when `bird_equal` holds for them.
+    pub fn set_key(&self) -> u128 {
+        let mut rows: Vec<u128> = self.rows().map(Self::row_hash).collect();
+        rows.sort_unstable();
+        rows.dedup();
+        let mut bytes = Vec::with_capacity(rows.len() * 16);
+        for row in rows {
+            bytes.extend_from_slice(&row.to_le_bytes());
+        }
+        xxh3_128(&bytes)
+    }
+
     /// Whether any cell is not NULL (an "empty" gold result has none).
     pub fn has_non_null(&self) -> bool {
         let null = Value::canonical_hash(ValueRef::Null);

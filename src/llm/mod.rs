@@ -12,6 +12,7 @@ pub mod openai;
 pub mod prefix_cache;
 pub mod pull;
 pub mod sampler;
+pub mod scripted;
 pub mod transformer;
 
 use crate::error::{self, Error, Result};

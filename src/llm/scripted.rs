@@ -1,0 +1,54 @@
+//! A deterministic stand-in for a model, for unit tests of search logic
+//! only: it answers each call with the next texts from a script.
+
+use super::{Completion, FinishReason, Generation, LanguageModel, Prompt, Sampling, Usage};
+use crate::error::{Error, Result};
+use std::sync::Mutex;
+
+pub struct ScriptedModel {
+    replies: Mutex<std::collections::VecDeque<String>>,
+}
+
+impl ScriptedModel {
+    /// Each completion of each call takes the next reply, in order.
+    pub fn new<S: Into<String>>(replies: impl IntoIterator<Item = S>) -> Self {
+        ScriptedModel {
+            replies: Mutex::new(replies.into_iter().map(Into::into).collect()),
+        }
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.replies.lock().expect("script lock").len()
+    }
+}
+
+impl LanguageModel for ScriptedModel {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    fn generate(&self, _prompt: &Prompt, sampling: &Sampling) -> Result<Generation> {
+        let mut replies = self.replies.lock().expect("script lock");
+        let completions = (0..sampling.n.max(1))
+            .map(|_| {
+                let text = replies
+                    .pop_front()
+                    .ok_or_else(|| Error::Inference("the script has no more replies".into()))?;
+                Ok(Completion {
+                    generated_tokens: text.split_whitespace().count(),
+                    text,
+                    finish_reason: FinishReason::Stop,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let generated_tokens = completions.iter().map(|c| c.generated_tokens).sum();
+        Ok(Generation {
+            completions,
+            usage: Usage {
+                prompt_tokens: 10,
+                generated_tokens,
+                ..Usage::default()
+            },
+        })
+    }
+}

@@ -1,0 +1,68 @@
+//! Prompt templates: plain text files in `prompts/` with `{placeholders}`,
+//! compiled into the binary so that tuning a prompt needs no Rust change.
+
+/// A named template.
+#[derive(Debug, Clone, Copy)]
+pub struct Template {
+    pub name: &'static str,
+    pub text: &'static str,
+}
+
+pub const SQL_GENERATION_SYSTEM: Template = Template {
+    name: "sql_generation.system",
+    text: include_str!("../prompts/sql_generation.system.txt"),
+};
+
+pub const SQL_GENERATION_USER: Template = Template {
+    name: "sql_generation.user",
+    text: include_str!("../prompts/sql_generation.user.txt"),
+};
+
+impl Template {
+    /// Fills every `{key}` with its value; unknown placeholders stay as
+    /// they are, so literal braces in a template survive.
+    pub fn render(&self, values: &[(&str, &str)]) -> String {
+        let mut out = String::with_capacity(self.text.len() + 256);
+        let mut rest = self.text;
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let after = &rest[open + 1..];
+            let value = after.find('}').and_then(|close| {
+                let key = &after[..close];
+                values
+                    .iter()
+                    .find(|(k, _)| *k == key)
+                    .map(|(_, v)| (*v, close))
+            });
+            match value {
+                Some((v, close)) => {
+                    out.push_str(v);
+                    rest = &after[close + 1..];
+                }
+                None => {
+                    out.push('{');
+                    rest = after;
+                }
+            }
+        }
+        out.push_str(rest);
+        out.trim_end().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fills_known_placeholders_and_keeps_the_rest() {
+        let t = Template {
+            name: "t",
+            text: "Q: {question}\n{hint}JSON: {\"a\": 1} {unknown}\n",
+        };
+        assert_eq!(
+            t.render(&[("question", "How many?"), ("hint", "")]),
+            "Q: How many?\nJSON: {\"a\": 1} {unknown}"
+        );
+    }
+}

@@ -1,0 +1,142 @@
+//! Finding the SQL in a model's answer: a fenced ```sql block, an
+//! <sql>...</sql> or <final_sql> tag, or failing those, the text from the
+//! first SELECT or WITH. Never panics, whatever the text.
+
+/// The last SQL query in `text`, without trailing semicolons, if any.
+pub fn extract_sql(text: &str) -> Option<String> {
+    let candidates = fenced_blocks(text)
+        .into_iter()
+        .chain(tagged(text, "final_sql"))
+        .chain(tagged(text, "sql"))
+        .filter(|sql| looks_like_query(sql))
+        .collect::<Vec<_>>();
+    let chosen = match candidates.last() {
+        Some(sql) => sql.clone(),
+        None => from_first_keyword(text)?,
+    };
+    let cleaned = chosen.trim().trim_end_matches(';').trim().to_string();
+    (!cleaned.is_empty()).then_some(cleaned)
+}
+
+fn looks_like_query(sql: &str) -> bool {
+    let upper = sql.trim_start().to_ascii_uppercase();
+    upper.starts_with("SELECT") || upper.starts_with("WITH") || upper.starts_with("VALUES")
+}
+
+/// Contents of ``` blocks (with or without a language tag); an unclosed
+/// final block runs to the end of the text (generation may stop early).
+fn fenced_blocks(text: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find("```") {
+        let after = &rest[open + 3..];
+        let body_start = after.find('\n').map_or(after.len(), |i| i + 1);
+        let tag = after[..body_start].trim();
+        let body = &after[body_start..];
+        let known_tag =
+            tag.is_empty() || tag.eq_ignore_ascii_case("sql") || tag.eq_ignore_ascii_case("sqlite");
+        match body.find("```") {
+            Some(close) => {
+                if known_tag {
+                    blocks.push(body[..close].to_string());
+                }
+                rest = &body[close + 3..];
+            }
+            None => {
+                if known_tag {
+                    blocks.push(body.to_string());
+                }
+                break;
+            }
+        }
+    }
+    blocks
+}
+
+fn tagged(text: &str, tag: &str) -> Vec<String> {
+    let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(&open) {
+        let body = &rest[start + open.len()..];
+        match body.find(&close) {
+            Some(end) => {
+                found.push(body[..end].to_string());
+                rest = &body[end + close.len()..];
+            }
+            None => {
+                found.push(body.to_string());
+                break;
+            }
+        }
+    }
+    found
+}
+
+/// From the first line-leading SELECT/WITH to the first blank line or
+/// semicolon.
+fn from_first_keyword(text: &str) -> Option<String> {
+    let upper = text.to_ascii_uppercase();
+    let start = ["SELECT", "WITH"]
+        .iter()
+        .filter_map(|k| upper.find(k))
+        .min()?;
+    let tail = &text[start..];
+    let end = [tail.find(';'), tail.find("\n\n")]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(tail.len());
+    Some(tail[..end].to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_and_malformed_outputs() {
+        let cases: &[(&str, Option<&str>)] = &[
+            ("```sql\nSELECT count(*) FROM singer;\n```", Some("SELECT count(*) FROM singer")),
+            (
+                "To count rows:\n\n```sql\nSELECT COUNT(*) FROM singer;\n```\n\nThis returns the total.",
+                Some("SELECT COUNT(*) FROM singer"),
+            ),
+            ("```\nSELECT 1\n```", Some("SELECT 1")),
+            ("<sql>SELECT a FROM t</sql>", Some("SELECT a FROM t")),
+            ("first ```sql\nSELECT 1\n``` then fixed ```sql\nSELECT 2\n```", Some("SELECT 2")),
+            ("```sql\nSELECT name FROM singer WHERE age >", Some("SELECT name FROM singer WHERE age >")),
+            ("The answer is SELECT max(age) FROM singer; done", Some("SELECT max(age) FROM singer")),
+            ("```python\nprint('hi')\n```", None),
+            ("I cannot answer that.", None),
+            ("", None),
+            ("```", None),
+            ("<sql>", None),
+            ("with x as (select 1) select * from x", Some("with x as (select 1) select * from x")),
+            ("```sql\n\n```", None),
+            ("ünïcödé ```sql\nSELECT 'é'\n```", Some("SELECT 'é'")),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(extract_sql(text).as_deref(), *expected, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic() {
+        let samples = [
+            "```",
+            "``````",
+            "<sql></sql>",
+            "SELECT",
+            "\u{0}```sql\n",
+            "WITH",
+            "<final_sql>x",
+        ];
+        for a in samples {
+            for b in samples {
+                let _ = extract_sql(&format!("{a}{b}"));
+                let _ = extract_sql(&format!("{a} {b}\n\n"));
+            }
+        }
+    }
+}

@@ -1,0 +1,312 @@
+//! Answering a question: prompt the model, pull SQL out of its answers,
+//! execute every candidate, and choose by execution. `greedy` and `sc`
+//! (self-consistency) are the baselines the tree search is measured against.
+
+pub mod extract;
+
+use crate::db::{render_schema, ExecConfig, Executor, IntrospectOptions, QueryResult, Schema};
+use crate::error::{QueryError, Result};
+use crate::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
+use crate::prompts::{SQL_GENERATION_SYSTEM, SQL_GENERATION_USER};
+use crate::trace::{CallRecord, CandidateRecord, Execution, Trace};
+use extract::extract_sql;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// How candidates are produced and chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "method", rename_all = "snake_case")]
+pub enum Method {
+    /// One SQL-generation call at temperature 0.
+    Greedy,
+    /// `samples` completions of the same prompt; the largest group of
+    /// equal execution results wins.
+    SelfConsistency { samples: usize, temperature: f32 },
+}
+
+#[derive(Debug, Clone)]
+pub struct SearchConfig {
+    pub method: Method,
+    pub seed: u64,
+    /// Token limit per completion.
+    pub max_tokens: usize,
+    /// Size budget of the rendered schema, in characters.
+    pub schema_chars: usize,
+    pub exec: ExecConfig,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        SearchConfig {
+            method: Method::Greedy,
+            seed: 0,
+            max_tokens: 384,
+            schema_chars: 12_000,
+            exec: ExecConfig::default(),
+        }
+    }
+}
+
+/// The answer to one question.
+#[derive(Debug, Clone, Serialize)]
+pub struct Answer {
+    /// The chosen SQL, if any candidate could be extracted.
+    pub sql: Option<String>,
+    pub result: Option<Arc<QueryResult>>,
+    /// Error of the chosen SQL when it failed to execute.
+    pub error: Option<String>,
+    /// Share of candidates agreeing with the answer's result (0 when it
+    /// did not execute).
+    pub confidence: f64,
+    pub trace: Trace,
+}
+
+/// A database opened for answering questions with one model.
+pub struct Engine {
+    model: Arc<dyn LanguageModel>,
+    executor: Executor,
+    schema_text: String,
+    config: SearchConfig,
+}
+
+impl Engine {
+    pub fn new(model: Arc<dyn LanguageModel>, db: &Path, config: SearchConfig) -> Result<Self> {
+        let executor = Executor::open(db, config.exec.clone())?;
+        let schema = Schema::load(db, &IntrospectOptions::default())?;
+        let schema_text = render_schema(&schema, config.schema_chars);
+        Ok(Engine {
+            model,
+            executor,
+            schema_text,
+            config,
+        })
+    }
+
+    pub fn answer(&self, question: &str, hint: Option<&str>) -> Result<Answer> {
+        let started = Instant::now();
+        let mut trace = Trace {
+            question: question.to_string(),
+            hint: hint.map(String::from),
+            database: self.executor.path().display().to_string(),
+            method: format!("{:?}", self.config.method),
+            model: self.model.name().to_string(),
+            ..Trace::default()
+        };
+        let (n, temperature) = match self.config.method {
+            Method::Greedy => (1, 0.0),
+            Method::SelfConsistency {
+                samples,
+                temperature,
+            } => (samples.max(1), temperature),
+        };
+        let messages = self.generation_prompt(question, hint);
+        let sampling = Sampling {
+            temperature,
+            top_p: if temperature > 0.0 { 0.95 } else { 1.0 },
+            max_tokens: self.config.max_tokens,
+            seed: self.config.seed,
+            n,
+            ..Sampling::default()
+        };
+        let generation = self
+            .model
+            .generate(&Prompt::Chat(messages.clone()), &sampling)?;
+        trace.cost.add(&generation.usage);
+        let outputs: Vec<String> = generation
+            .completions
+            .iter()
+            .map(|c| c.text.clone())
+            .collect();
+        trace.calls.push(CallRecord {
+            stage: "sql_generation".into(),
+            prompt: messages,
+            temperature,
+            n,
+            seed: self.config.seed,
+            outputs: outputs.clone(),
+            usage: generation.usage.clone(),
+        });
+
+        let sqls: Vec<String> = outputs.iter().filter_map(|o| extract_sql(o)).collect();
+        let outcomes = self.executor.query_many(&sqls);
+        let chosen = choose_by_execution(&outcomes);
+        for (i, (sql, outcome)) in sqls.iter().zip(&outcomes).enumerate() {
+            let votes = chosen.votes[i];
+            trace.candidates.push(CandidateRecord {
+                sql: sql.clone(),
+                execution: Execution::from_outcome(outcome),
+                votes,
+                score: votes as f64 / n as f64,
+            });
+        }
+        let (sql, result, error) = match chosen.winner {
+            Some(i) => (
+                Some(sqls[i].clone()),
+                outcomes[i].as_ref().ok().cloned(),
+                outcomes[i].as_ref().err().map(|e| e.to_string()),
+            ),
+            None => (None, None, None),
+        };
+        let confidence = chosen
+            .winner
+            .filter(|&i| outcomes[i].is_ok())
+            .map_or(0.0, |i| chosen.votes[i] as f64 / n as f64);
+        trace.answer = sql.clone();
+        trace.cost.seconds = started.elapsed().as_secs_f64();
+        Ok(Answer {
+            sql,
+            result,
+            error,
+            confidence,
+            trace,
+        })
+    }
+
+    fn generation_prompt(&self, question: &str, hint: Option<&str>) -> Vec<ChatMessage> {
+        let hint = hint
+            .filter(|h| !h.trim().is_empty())
+            .map(|h| format!("\nHint: {h}\n"))
+            .unwrap_or_default();
+        vec![
+            ChatMessage::new("system", SQL_GENERATION_SYSTEM.render(&[])),
+            ChatMessage::new(
+                "user",
+                SQL_GENERATION_USER.render(&[
+                    ("schema", self.schema_text.as_str()),
+                    ("hint", hint.as_str()),
+                    ("question", question),
+                ]),
+            ),
+        ]
+    }
+}
+
+/// Votes per candidate and the winner.
+struct Choice {
+    votes: Vec<usize>,
+    winner: Option<usize>,
+}
+
+/// Groups executable candidates by result (as a set of rows); the largest
+/// group wins, ties going to a non-empty result and then to the earliest
+/// candidate. With no executable candidate, the first one is kept (so its
+/// error can be shown).
+fn choose_by_execution(outcomes: &[Result<Arc<QueryResult>, QueryError>]) -> Choice {
+    let keys: Vec<Option<u128>> = outcomes
+        .iter()
+        .map(|o| o.as_ref().ok().map(|r| r.digest.set_key()))
+        .collect();
+    let mut group_sizes: HashMap<u128, usize> = HashMap::new();
+    for key in keys.iter().flatten() {
+        *group_sizes.entry(*key).or_insert(0) += 1;
+    }
+    let votes: Vec<usize> = keys
+        .iter()
+        .map(|k| k.map_or(0, |k| group_sizes[&k]))
+        .collect();
+    let winner = (0..outcomes.len())
+        .filter(|&i| keys[i].is_some())
+        .max_by_key(|&i| {
+            let non_empty = outcomes[i].as_ref().is_ok_and(|r| r.total_rows > 0);
+            (votes[i], non_empty, std::cmp::Reverse(i))
+        })
+        .or((!outcomes.is_empty()).then_some(0));
+    Choice { votes, winner }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::scripted::ScriptedModel;
+
+    fn concert_singer() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/datasets/spider/database/concert_singer/concert_singer.sqlite")
+    }
+
+    fn engine(replies: Vec<&str>, method: Method) -> Engine {
+        let model = Arc::new(ScriptedModel::new(replies));
+        let config = SearchConfig {
+            method,
+            ..SearchConfig::default()
+        };
+        Engine::new(model, &concert_singer(), config).unwrap()
+    }
+
+    #[test]
+    fn self_consistency_picks_the_largest_group_of_equal_results() {
+        let replies = vec![
+            "```sql\nSELECT count(*) FROM singer\n```",
+            "```sql\nSELECT count(*) + 1 FROM singer\n```",
+            "```sql\nSELECT COUNT(Singer_ID) FROM singer;\n```",
+            "I am not sure.",
+            "```sql\nSELECT nosuch FROM singer\n```",
+            "```sql\nSELECT 6\n```",
+        ];
+        let method = Method::SelfConsistency {
+            samples: 6,
+            temperature: 0.8,
+        };
+        let answer = engine(replies, method)
+            .answer("How many singers?", None)
+            .unwrap();
+        // Three candidates give 6 (two counts and a constant); one gives 7.
+        assert_eq!(answer.sql.as_deref(), Some("SELECT count(*) FROM singer"));
+        assert_eq!(answer.result.unwrap().rows[0][0].to_string(), "6");
+        assert_eq!(answer.confidence, 0.5);
+        let votes: Vec<usize> = answer.trace.candidates.iter().map(|c| c.votes).collect();
+        assert_eq!(votes, [3, 1, 3, 0, 3]);
+        assert_eq!(answer.trace.calls.len(), 1);
+        assert_eq!(answer.trace.calls[0].n, 6);
+    }
+
+    #[test]
+    fn ties_prefer_non_empty_results_then_the_earliest() {
+        let replies = vec![
+            "```sql\nSELECT name FROM singer WHERE age > 1000\n```",
+            "```sql\nSELECT name FROM singer WHERE age > 40\n```",
+        ];
+        let method = Method::SelfConsistency {
+            samples: 2,
+            temperature: 0.8,
+        };
+        let answer = engine(replies, method)
+            .answer("Who is over 40?", None)
+            .unwrap();
+        assert_eq!(
+            answer.sql.as_deref(),
+            Some("SELECT name FROM singer WHERE age > 40")
+        );
+    }
+
+    #[test]
+    fn greedy_reports_a_failing_query_with_zero_confidence() {
+        let answer = engine(
+            vec!["```sql\nSELECT nosuch FROM singer\n```"],
+            Method::Greedy,
+        )
+        .answer("?", Some("a hint"))
+        .unwrap();
+        assert_eq!(answer.sql.as_deref(), Some("SELECT nosuch FROM singer"));
+        assert!(answer.error.unwrap().contains("no such column"));
+        assert_eq!(answer.confidence, 0.0);
+        assert!(answer.trace.calls[0].prompt[1]
+            .content
+            .contains("Hint: a hint"));
+        assert!(answer.trace.calls[0].prompt[1]
+            .content
+            .contains("CREATE TABLE singer"));
+    }
+
+    #[test]
+    fn no_sql_at_all_is_an_answer_without_sql() {
+        let answer = engine(vec!["I cannot help."], Method::Greedy)
+            .answer("?", None)
+            .unwrap();
+        assert!(answer.sql.is_none());
+        assert_eq!(answer.confidence, 0.0);
+    }
+}

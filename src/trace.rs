@@ -1,0 +1,91 @@
+//! Everything that happens while answering one question: every model call
+//! (prompt, sampling, outputs, usage), every candidate with its execution
+//! result and score. Written as JSON by `--trace`.
+
+use crate::db::QueryResult;
+use crate::error::QueryError;
+use crate::llm::{ChatMessage, Usage};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Trace {
+    pub question: String,
+    pub hint: Option<String>,
+    pub database: String,
+    pub method: String,
+    pub model: String,
+    pub calls: Vec<CallRecord>,
+    pub candidates: Vec<CandidateRecord>,
+    pub answer: Option<String>,
+    pub cost: Cost,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CallRecord {
+    /// Which part of the method made the call.
+    pub stage: String,
+    pub prompt: Vec<ChatMessage>,
+    pub temperature: f32,
+    pub n: usize,
+    pub seed: u64,
+    pub outputs: Vec<String>,
+    pub usage: Usage,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CandidateRecord {
+    pub sql: String,
+    pub execution: Execution,
+    /// Candidates whose result equals this one's (itself included).
+    pub votes: usize,
+    pub score: f64,
+}
+
+/// An execution outcome, summarised for the trace.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Execution {
+    Ok {
+        columns: Vec<String>,
+        total_rows: usize,
+        /// The first rows, for reading the trace.
+        preview: Vec<Vec<crate::db::Value>>,
+    },
+    Failed {
+        error: String,
+    },
+}
+
+impl Execution {
+    pub fn from_outcome(outcome: &Result<std::sync::Arc<QueryResult>, QueryError>) -> Self {
+        match outcome {
+            Ok(result) => Execution::Ok {
+                columns: result.columns.clone(),
+                total_rows: result.total_rows,
+                preview: result.rows.iter().take(5).cloned().collect(),
+            },
+            Err(e) => Execution::Failed {
+                error: e.to_string(),
+            },
+        }
+    }
+}
+
+/// What answering cost, summed over calls.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Cost {
+    pub calls: usize,
+    pub prompt_tokens: usize,
+    pub cached_prompt_tokens: usize,
+    pub generated_tokens: usize,
+    pub seconds: f64,
+}
+
+impl Cost {
+    pub fn add(&mut self, usage: &Usage) {
+        self.calls += 1;
+        self.prompt_tokens += usage.prompt_tokens;
+        self.cached_prompt_tokens += usage.cached_prompt_tokens;
+        self.generated_tokens += usage.generated_tokens;
+    }
+}

@@ -1,0 +1,98 @@
+//! `iesr search` end to end with the real default model on the demo database.
+
+use assert_cmd::Command;
+use iesr::llm::card::{find_card, DEFAULT_MODEL};
+use iesr::llm::gguf;
+use iesr::search::{Engine, Method, SearchConfig};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+fn model_path() -> PathBuf {
+    let path = std::env::var_os("IESR_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| find_card(DEFAULT_MODEL).unwrap().cached_path());
+    assert!(
+        path.is_file(),
+        "run `cargo run --release -- model pull` first"
+    );
+    path
+}
+
+fn demo_db() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/concert_singer/concert_singer.sqlite")
+}
+
+#[test]
+fn greedy_and_self_consistency_answer_a_spider_question() {
+    let model = Arc::new(gguf::load(&model_path()).unwrap());
+    let greedy = Engine::new(model.clone(), &demo_db(), SearchConfig::default()).unwrap();
+    let answer = greedy.answer("How many singers do we have?", None).unwrap();
+    let result = answer.result.expect("the answer executes");
+    assert_eq!(result.rows[0][0].to_string(), "6", "{:?}", answer.sql);
+    assert_eq!(answer.confidence, 1.0);
+    assert_eq!(answer.trace.cost.calls, 1);
+
+    let config = SearchConfig {
+        method: Method::SelfConsistency {
+            samples: 3,
+            temperature: 0.8,
+        },
+        seed: 7,
+        max_tokens: 96,
+        ..SearchConfig::default()
+    };
+    let sc = Engine::new(model, &demo_db(), config).unwrap();
+    let answer = sc.answer("How many singers do we have?", None).unwrap();
+    assert_eq!(answer.trace.calls[0].outputs.len(), 3);
+    assert!(answer.result.is_some());
+    assert!(answer.confidence > 0.0);
+    // Same prompt as the greedy call on the same model: served from the
+    // prefix cache.
+    assert!(answer.trace.cost.cached_prompt_tokens > 0);
+}
+
+#[test]
+fn cli_search_prints_sql_result_and_cost_and_writes_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.json");
+    let output = Command::cargo_bin("iesr")
+        .unwrap()
+        .env("IESR_MODEL", model_path())
+        .args(["search", "--model"])
+        .arg(model_path())
+        .arg("--db")
+        .arg(demo_db())
+        .arg("--trace")
+        .arg(&trace)
+        .arg("How many singers do we have?")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(stdout.to_uppercase().contains("FROM SINGER"), "{stdout}");
+    assert!(stdout.contains("| 6"), "{stdout}");
+    assert!(stdout.contains("calls, prompt tokens"), "{stdout}");
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(trace).unwrap()).unwrap();
+    assert_eq!(trace["calls"][0]["stage"], "sql_generation");
+    assert!(trace["candidates"][0]["execution"]["status"] == "ok");
+}
+
+#[test]
+fn search_on_a_missing_database_is_one_line() {
+    let output = Command::cargo_bin("iesr")
+        .unwrap()
+        .args(["search", "--db", "/no/such.sqlite", "--model"])
+        .arg(model_path())
+        .arg("How many?")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("/no/such.sqlite"));
+}
