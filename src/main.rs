@@ -5,6 +5,7 @@ mod output;
 use candle_core::Device;
 use clap::{Parser, Subcommand};
 use iesr::db::{render_schema, ExecConfig, Executor, IntrospectOptions, Schema, Semantics};
+use iesr::eval::bench::BenchConfig;
 use iesr::eval::{self, DatasetKind, EvalOptions, Filters, Predictions, Split};
 use iesr::llm::card::{builtin_cards, find_card, DEFAULT_MODEL};
 use iesr::llm::load_local;
@@ -99,6 +100,8 @@ enum Command {
     },
     /// Answer a question over a SQLite database with SQL verified by execution.
     Search(SearchArgs),
+    /// Run a method over a benchmark (resumable) and report accuracy and cost.
+    Bench(BenchArgs),
     /// Measure local inference: prefill, decode, batched decode, cached prefixes, memory.
     BenchLlm(BenchLlmArgs),
     /// Send one prompt to a model and print its completions.
@@ -166,6 +169,22 @@ struct SearchArgs {
     /// Evidence that helps answer, such as definitions of terms.
     #[arg(long)]
     hint: Option<String>,
+    #[command(flatten)]
+    method: MethodArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Print the answer and its trace as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Write the trace (every call, candidate and score) to this JSON file.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    question: String,
+}
+
+/// How candidates are produced, shared by `search` and `bench`.
+#[derive(clap::Args)]
+struct MethodArgs {
     #[arg(long, value_enum, default_value_t = MethodArg::Greedy)]
     method: MethodArg,
     /// Completions drawn by --method sc.
@@ -174,20 +193,62 @@ struct SearchArgs {
     /// Sampling temperature for --method sc.
     #[arg(long, default_value_t = 0.8)]
     temperature: f32,
-    #[command(flatten)]
-    model: ModelArgs,
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Token limit per completion.
     #[arg(long, default_value_t = 384)]
     max_tokens: usize,
-    /// Print the answer and its trace as JSON.
+}
+
+impl MethodArgs {
+    fn config(&self) -> SearchConfig {
+        let method = match self.method {
+            MethodArg::Greedy => Method::Greedy,
+            MethodArg::Sc => Method::SelfConsistency {
+                samples: self.samples,
+                temperature: self.temperature,
+            },
+        };
+        SearchConfig {
+            method,
+            seed: self.seed,
+            max_tokens: self.max_tokens,
+            ..SearchConfig::default()
+        }
+    }
+}
+
+#[derive(clap::Args)]
+struct BenchArgs {
+    #[arg(long, value_enum)]
+    dataset: DatasetKind,
+    /// The dataset's folder (holding dev.json and the databases).
+    #[arg(long)]
+    data_dir: PathBuf,
+    #[arg(long, value_enum, default_value_t = Split::All)]
+    split: Split,
+    /// A fixed subset file (../shared/datasets/subsets/*.json).
+    #[arg(long)]
+    subset: Option<PathBuf>,
+    /// Only questions on this database id.
+    #[arg(long)]
+    db: Option<String>,
+    /// At most this many questions.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Folder for predictions.jsonl, traces/ and summary.json.
+    #[arg(long)]
+    out: PathBuf,
+    /// Continue the run already in --out.
+    #[arg(long)]
+    resume: bool,
+    #[command(flatten)]
+    method: MethodArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
-    /// Write the trace (every call, candidate and score) to this JSON file.
-    #[arg(long)]
-    trace: Option<PathBuf>,
-    question: String,
 }
 
 #[derive(clap::Args)]
@@ -268,19 +329,7 @@ fn open_model(args: &ModelArgs) -> Result<Arc<dyn LanguageModel>> {
 }
 
 fn search(args: SearchArgs) -> Result<()> {
-    let method = match args.method {
-        MethodArg::Greedy => Method::Greedy,
-        MethodArg::Sc => Method::SelfConsistency {
-            samples: args.samples,
-            temperature: args.temperature,
-        },
-    };
-    let config = SearchConfig {
-        method,
-        seed: args.seed,
-        max_tokens: args.max_tokens,
-        ..SearchConfig::default()
-    };
+    let config = args.method.config();
     // A bad database path should not wait for a model to load.
     iesr::db::open::open_read_only(&args.db)?;
     let model = open_model(&args.model)?;
@@ -294,6 +343,30 @@ fn search(args: SearchArgs) -> Result<()> {
         output::print_json(&answer)
     } else {
         output::print_text(&output::answer_text(&answer))
+    }
+}
+
+fn bench(args: BenchArgs) -> Result<()> {
+    let subset = args.subset.as_deref().map(eval::read_subset).transpose()?;
+    let filters = Filters {
+        split: args.split,
+        db: args.db,
+        limit: args.limit,
+        subset,
+    };
+    let dataset = eval::load(args.dataset, &args.data_dir, &filters)?;
+    let model = open_model(&args.model)?;
+    let config = BenchConfig {
+        out: args.out,
+        resume: args.resume,
+        search: args.method.config(),
+        progress: !args.json && std::io::stderr().is_terminal(),
+    };
+    let summary = iesr::eval::bench::run(&dataset, model, &config)?;
+    if args.json {
+        output::print_json(&summary)
+    } else {
+        output::print_text(&output::bench_summary_text(&summary))
     }
 }
 
@@ -342,7 +415,12 @@ fn run(command: Command) -> Result<()> {
             timeout,
             json,
         } => {
-            let filters = Filters { split, db, limit };
+            let filters = Filters {
+                split,
+                db,
+                limit,
+                subset: None,
+            };
             let loaded = eval::load(dataset, &data_dir, &filters)?;
             let predictions = if predictions == "gold" {
                 Predictions::Gold
@@ -392,6 +470,7 @@ fn run(command: Command) -> Result<()> {
             }
         },
         Command::Search(args) => search(args),
+        Command::Bench(args) => bench(args),
         Command::BenchLlm(args) => {
             let model = load_local(&args.model, &Device::Cpu)?;
             let config = iesr::llm::bench::BenchConfig {

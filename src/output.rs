@@ -2,6 +2,7 @@
 
 use comfy_table::Table;
 use iesr::db::QueryResult;
+use iesr::eval::bench::BenchSummary;
 use iesr::eval::{Report, Tally};
 use iesr::llm::bench::BenchReport;
 use iesr::llm::Generation;
@@ -213,6 +214,35 @@ pub fn answer_text(answer: &Answer) -> String {
         c.cached_prompt_tokens,
         c.generated_tokens,
         c.seconds
+    ));
+    out
+}
+
+pub fn bench_summary_text(summary: &BenchSummary) -> String {
+    let mut out = format!(
+        "model {} | {} | seed {}\n",
+        summary.model, summary.search, summary.seed
+    );
+    out.push_str(&report_text(&summary.report));
+    let c = &summary.cost;
+    let mut table = Table::new();
+    table.set_header(["cost per question", "mean", "p90"]);
+    for (name, spread) in [
+        ("model calls", &c.calls),
+        ("prompt tokens computed", &c.prompt_tokens_computed),
+        ("prompt tokens cached", &c.prompt_tokens_cached),
+        ("generated tokens", &c.generated_tokens),
+        ("wall seconds", &c.seconds),
+    ] {
+        table.add_row([
+            name.to_string(),
+            format!("{:.1}", spread.mean),
+            format!("{:.1}", spread.p90),
+        ]);
+    }
+    out.push_str(&format!(
+        "{table}\n{} questions, {:.1} generated tokens/s\n",
+        c.questions, c.generated_tokens_per_second
     ));
     out
 }

@@ -48,8 +48,29 @@ pub struct Filters {
     pub split: Split,
     /// Only questions on this database.
     pub db: Option<String>,
+    /// Only these question ids (a fixed evaluation subset).
+    pub subset: Option<std::collections::HashSet<String>>,
     /// At most this many questions (after the other filters).
     pub limit: Option<usize>,
+}
+
+/// Reads a subset file of `../shared/datasets/subsets/`: a JSON object with
+/// `question_ids` (LogicCat, BIRD) or `indices` (0-based positions in
+/// Spider's dev.json, which are its question ids here).
+pub fn read_subset(path: &Path) -> Result<std::collections::HashSet<String>> {
+    let value: serde_json::Value = read_json(path)?;
+    let ids = value
+        .get("question_ids")
+        .or_else(|| value.get("indices"))
+        .and_then(|v| v.as_array())
+        .ok_or_else(|| Error::Dataset {
+            path: path.to_path_buf(),
+            detail: "no `question_ids` or `indices` list".into(),
+        })?;
+    Ok(ids
+        .iter()
+        .map(|v| v.to_string().trim_matches('"').to_string())
+        .collect())
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -182,6 +203,13 @@ pub fn load(kind: DatasetKind, data_dir: &Path, filters: &Filters) -> Result<Loa
     let mut kept = Vec::new();
     for example in examples {
         if filters.db.as_deref().is_some_and(|db| db != example.db_id) {
+            continue;
+        }
+        if filters
+            .subset
+            .as_ref()
+            .is_some_and(|ids| !ids.contains(&example.question_id))
+        {
             continue;
         }
         if !example.db_path.is_file() {

@@ -1,9 +1,10 @@
 //! Evaluation: dataset adapters, predictions files and execution accuracy.
 
+pub mod bench;
 pub mod dataset;
 pub mod predictions;
 pub mod score;
 
-pub use dataset::{load, DatasetKind, Example, Filters, LoadedDataset, Split};
+pub use dataset::{load, read_subset, DatasetKind, Example, Filters, LoadedDataset, Split};
 pub use predictions::Predictions;
-pub use score::{score, EvalOptions, QuestionScore, Report, Tally, Verdict};
+pub use score::{score, score_one, EvalOptions, QuestionScore, Report, Tally, Verdict};

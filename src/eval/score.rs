@@ -214,7 +214,8 @@ fn progress_bar(len: usize, visible: bool) -> ProgressBar {
     bar
 }
 
-fn score_one(
+/// Scores one question (gold and prediction run on `executor`'s database).
+pub fn score_one(
     executor: &Executor,
     example: &Example,
     predictions: &Predictions,

@@ -1,0 +1,269 @@
+//! Benchmark runs: every question of a dataset through the search, one
+//! prediction line appended (and flushed) per question with its cost, one
+//! trace file per question, then scoring and a summary. A killed run
+//! continues with `--resume` without redoing or losing a finished question.
+
+use super::dataset::{Example, LoadedDataset};
+use super::predictions::Predictions;
+use super::score::{score, score_one, EvalOptions, Report, Verdict};
+use crate::db::{ExecConfig, Executor};
+use crate::error::{Error, Result};
+use crate::llm::LanguageModel;
+use crate::search::{Engine, SearchConfig};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    pub out: PathBuf,
+    pub resume: bool,
+    pub search: SearchConfig,
+    pub progress: bool,
+}
+
+/// One line of `predictions.jsonl`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PredictionRecord {
+    pub question_id: String,
+    pub db_id: String,
+    /// Empty when no SQL could be extracted.
+    pub sql: String,
+    pub confidence: f64,
+    pub calls: usize,
+    pub prompt_tokens: usize,
+    pub cached_prompt_tokens: usize,
+    pub generated_tokens: usize,
+    pub seconds: f64,
+}
+
+/// Mean and 90th percentile of one per-question cost.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Spread {
+    pub mean: f64,
+    pub p90: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CostSummary {
+    pub questions: usize,
+    pub calls: Spread,
+    pub prompt_tokens_computed: Spread,
+    pub prompt_tokens_cached: Spread,
+    pub generated_tokens: Spread,
+    pub seconds: Spread,
+    /// Generated tokens per second of wall time, over the whole run.
+    pub generated_tokens_per_second: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchSummary {
+    pub model: String,
+    pub search: String,
+    pub seed: u64,
+    pub report: Report,
+    pub cost: CostSummary,
+}
+
+const PREDICTIONS: &str = "predictions.jsonl";
+
+pub fn run(
+    dataset: &LoadedDataset,
+    model: Arc<dyn LanguageModel>,
+    config: &BenchConfig,
+) -> Result<BenchSummary> {
+    let traces = config.out.join("traces");
+    std::fs::create_dir_all(&traces).map_err(|e| Error::io(&traces, e))?;
+    let path = config.out.join(PREDICTIONS);
+    let mut done = read_records(&path)?;
+    if !done.is_empty() && !config.resume {
+        return Err(Error::InvalidArgument(format!(
+            "{} already holds {} predictions; pass --resume to continue that run or choose another --out",
+            path.display(),
+            done.len()
+        )));
+    }
+    // Rewrite what was read, dropping a line cut short by a kill.
+    write_records(&path, &done)?;
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+
+    let todo: Vec<&Example> = dataset
+        .examples
+        .iter()
+        .filter(|e| !done.iter().any(|r| r.question_id == e.question_id))
+        .collect();
+    let bar = progress_bar(dataset.examples.len(), done.len(), config.progress);
+    let mut engines: HashMap<PathBuf, (Engine, Executor)> = HashMap::new();
+    let mut correct = 0;
+    for example in todo {
+        if !engines.contains_key(&example.db_path) {
+            let engine = Engine::new(Arc::clone(&model), &example.db_path, config.search.clone())?;
+            let executor = Executor::open(&example.db_path, ExecConfig::default())?;
+            engines.insert(example.db_path.clone(), (engine, executor));
+        }
+        let (engine, executor) = &engines[&example.db_path];
+        let answer = engine.answer(&example.question, example.hint.as_deref())?;
+        let cost = &answer.trace.cost;
+        let record = PredictionRecord {
+            question_id: example.question_id.clone(),
+            db_id: example.db_id.clone(),
+            sql: answer.sql.clone().unwrap_or_default(),
+            confidence: answer.confidence,
+            calls: cost.calls,
+            prompt_tokens: cost.prompt_tokens,
+            cached_prompt_tokens: cost.cached_prompt_tokens,
+            generated_tokens: cost.generated_tokens,
+            seconds: cost.seconds,
+        };
+        let trace_path = traces.join(format!("{}.json", example.question_id));
+        let trace = serde_json::to_string_pretty(&answer.trace).expect("traces serialize");
+        std::fs::write(&trace_path, trace).map_err(|e| Error::io(&trace_path, e))?;
+        let line = serde_json::to_string(&record).expect("records serialize");
+        writeln!(file, "{line}")
+            .and_then(|_| file.flush())
+            .map_err(|e| Error::io(&path, e))?;
+        let one = Predictions::Sql(HashMap::from([(
+            record.question_id.clone(),
+            record.sql.clone(),
+        )]));
+        if score_one(executor, example, &one, &EvalOptions::default()).verdict == Verdict::Correct {
+            correct += 1;
+        }
+        done.push(record);
+        bar.inc(1);
+        bar.set_message(format!("correct {correct} of this session's questions"));
+    }
+    bar.finish_and_clear();
+
+    let predictions = Predictions::Sql(
+        done.iter()
+            .map(|r| (r.question_id.clone(), r.sql.clone()))
+            .collect(),
+    );
+    let report = score(dataset, &predictions, &EvalOptions::default())?;
+    let summary = BenchSummary {
+        model: model.name().to_string(),
+        search: format!("{:?}", config.search.method),
+        seed: config.search.seed,
+        report,
+        cost: cost_summary(&done),
+    };
+    let summary_path = config.out.join("summary.json");
+    let text = serde_json::to_string_pretty(&summary).expect("summaries serialize");
+    std::fs::write(&summary_path, text).map_err(|e| Error::io(&summary_path, e))?;
+    Ok(summary)
+}
+
+/// The complete lines of a predictions file (none if it does not exist).
+pub fn read_records(path: &Path) -> Result<Vec<PredictionRecord>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    Ok(text
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect())
+}
+
+fn write_records(path: &Path, records: &[PredictionRecord]) -> Result<()> {
+    let mut text = String::new();
+    for record in records {
+        text.push_str(&serde_json::to_string(record).expect("records serialize"));
+        text.push('\n');
+    }
+    std::fs::write(path, text).map_err(|e| Error::io(path, e))
+}
+
+fn progress_bar(len: usize, done: usize, visible: bool) -> ProgressBar {
+    if !visible {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len as u64);
+    let style = ProgressStyle::with_template("{bar:30} {pos}/{len} ({eta} left) {msg}")
+        .expect("the template is valid");
+    bar.set_style(style);
+    bar.set_position(done as u64);
+    bar
+}
+
+fn spread(mut values: Vec<f64>) -> Spread {
+    if values.is_empty() {
+        return Spread {
+            mean: 0.0,
+            p90: 0.0,
+        };
+    }
+    values.sort_by(f64::total_cmp);
+    let mean = values.iter().sum::<f64>() / values.len() as f64;
+    // Nearest-rank percentile.
+    let rank = ((0.9 * values.len() as f64).ceil() as usize).clamp(1, values.len());
+    Spread {
+        mean,
+        p90: values[rank - 1],
+    }
+}
+
+fn cost_summary(records: &[PredictionRecord]) -> CostSummary {
+    let of = |f: fn(&PredictionRecord) -> f64| spread(records.iter().map(f).collect());
+    let generated: f64 = records.iter().map(|r| r.generated_tokens as f64).sum();
+    let seconds: f64 = records.iter().map(|r| r.seconds).sum();
+    CostSummary {
+        questions: records.len(),
+        calls: of(|r| r.calls as f64),
+        prompt_tokens_computed: of(|r| (r.prompt_tokens - r.cached_prompt_tokens) as f64),
+        prompt_tokens_cached: of(|r| r.cached_prompt_tokens as f64),
+        generated_tokens: of(|r| r.generated_tokens as f64),
+        seconds: of(|r| r.seconds),
+        generated_tokens_per_second: if seconds > 0.0 {
+            generated / seconds
+        } else {
+            0.0
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_p90() {
+        let s = spread((1..=10).map(f64::from).collect());
+        assert_eq!(
+            s,
+            Spread {
+                mean: 5.5,
+                p90: 9.0
+            }
+        );
+        assert_eq!(spread(vec![]).p90, 0.0);
+    }
+
+    #[test]
+    fn a_line_cut_short_is_dropped_on_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(PREDICTIONS);
+        let record = PredictionRecord {
+            question_id: "1".into(),
+            db_id: "d".into(),
+            sql: "SELECT 1".into(),
+            confidence: 1.0,
+            calls: 1,
+            prompt_tokens: 10,
+            cached_prompt_tokens: 0,
+            generated_tokens: 3,
+            seconds: 0.5,
+        };
+        let line = serde_json::to_string(&record).unwrap();
+        std::fs::write(&path, format!("{line}\n{}", &line[..line.len() / 2])).unwrap();
+        assert_eq!(read_records(&path).unwrap(), vec![record]);
+    }
+}

@@ -1,0 +1,99 @@
+//! `iesr bench`: a killed and resumed run ends with the same predictions
+//! and summary as an uninterrupted one.
+
+use assert_cmd::Command;
+use iesr::llm::card::{find_card, DEFAULT_MODEL};
+use std::path::{Path, PathBuf};
+
+fn model_path() -> PathBuf {
+    let path = std::env::var_os("IESR_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| find_card(DEFAULT_MODEL).unwrap().cached_path());
+    assert!(
+        path.is_file(),
+        "run `cargo run --release -- model pull` first"
+    );
+    path
+}
+
+fn spider() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets/spider")
+}
+
+fn bench(out: &Path, limit: usize, resume: bool) -> std::process::Output {
+    let mut command = Command::cargo_bin("iesr").unwrap();
+    command
+        .args([
+            "bench",
+            "--dataset",
+            "spider",
+            "--db",
+            "concert_singer",
+            "--json",
+        ])
+        .arg("--data-dir")
+        .arg(spider())
+        .arg("--model")
+        .arg(model_path())
+        .arg("--limit")
+        .arg(limit.to_string())
+        .arg("--out")
+        .arg(out);
+    if resume {
+        command.arg("--resume");
+    }
+    command.output().unwrap()
+}
+
+fn sql_by_question(out: &Path) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(out.join("predictions.jsonl")).unwrap();
+    let mut pairs: Vec<(String, String)> = text
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["question_id"].as_str().unwrap().to_string(),
+                v["sql"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    pairs.sort();
+    pairs
+}
+
+#[test]
+fn resumed_run_equals_uninterrupted_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (whole, parts) = (dir.path().join("whole"), dir.path().join("parts"));
+
+    let full = bench(&whole, 4, false);
+    assert!(
+        full.status.success(),
+        "{}",
+        String::from_utf8_lossy(&full.stderr)
+    );
+
+    // "Killed" after two questions: its summary covers two.
+    assert!(bench(&parts, 2, false).status.success());
+    assert_eq!(sql_by_question(&parts).len(), 2);
+    // Without --resume the folder is not reused.
+    let refused = bench(&parts, 4, false);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--resume"));
+    let resumed = bench(&parts, 4, true);
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+
+    assert_eq!(sql_by_question(&parts), sql_by_question(&whole));
+    let summary = |o: &std::process::Output| -> serde_json::Value {
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let (a, b) = (summary(&full), summary(&resumed));
+    assert_eq!(a["report"]["overall"], b["report"]["overall"]);
+    assert_eq!(a["report"]["questions"], b["report"]["questions"]);
+    assert_eq!(a["cost"]["questions"], 4);
+    assert_eq!(std::fs::read_dir(parts.join("traces")).unwrap().count(), 4);
+}
