@@ -339,11 +339,7 @@ fn search(args: SearchArgs) -> Result<()> {
         let text = serde_json::to_string_pretty(&answer.trace).expect("traces serialize");
         std::fs::write(path, text).map_err(|e| Error::io(path, e))?;
     }
-    if args.json {
-        output::print_json(&answer)
-    } else {
-        output::print_text(&output::answer_text(&answer))
-    }
+    output::print(args.json, &answer, output::answer_text)
 }
 
 fn bench(args: BenchArgs) -> Result<()> {
@@ -363,11 +359,7 @@ fn bench(args: BenchArgs) -> Result<()> {
         progress: !args.json && std::io::stderr().is_terminal(),
     };
     let summary = iesr::eval::bench::run(&dataset, model, &config)?;
-    if args.json {
-        output::print_json(&summary)
-    } else {
-        output::print_text(&output::bench_summary_text(&summary))
-    }
+    output::print(args.json, &summary, output::bench_summary_text)
 }
 
 fn run(command: Command) -> Result<()> {
@@ -397,11 +389,7 @@ fn run(command: Command) -> Result<()> {
                 ..ExecConfig::default()
             };
             let result = Executor::open(&db, config)?.query(&sql)?;
-            if json {
-                output::print_json(&*result)
-            } else {
-                output::print_text(&output::result_table(&result))
-            }
+            output::print(json, &*result, output::result_table)
         }
         Command::Eval {
             dataset,
@@ -434,11 +422,7 @@ fn run(command: Command) -> Result<()> {
                 progress: !json && std::io::stderr().is_terminal(),
             };
             let report = eval::score(&loaded, &predictions, &options)?;
-            if json {
-                output::print_json(&report)
-            } else {
-                output::print_text(&output::report_text(&report))
-            }
+            output::print(json, &report, output::report_text)
         }
         Command::Model { action } => match action {
             ModelAction::Pull { name, verify } => {
@@ -479,11 +463,7 @@ fn run(command: Command) -> Result<()> {
                 batches: args.batch,
             };
             let report = iesr::llm::bench::run(&model, &config)?;
-            if args.json {
-                output::print_json(&report)
-            } else {
-                output::print_text(&output::bench_text(&report))
-            }
+            output::print(args.json, &report, output::bench_text)
         }
         Command::Chat {
             model,
@@ -520,11 +500,7 @@ fn run(command: Command) -> Result<()> {
                 n,
             };
             let generation = model.generate(&prompt, &sampling)?;
-            if json {
-                output::print_json(&generation)
-            } else {
-                output::print_text(&output::generation_text(&generation))
-            }
+            output::print(json, &generation, output::generation_text)
         }
     }
 }

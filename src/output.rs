@@ -31,6 +31,19 @@ pub fn print_text(text: &str) -> Result<()> {
     }
 }
 
+/// Prints `value` as JSON when asked to, else as text.
+pub fn print<T: serde::Serialize>(
+    json: bool,
+    value: &T,
+    text: impl FnOnce(&T) -> String,
+) -> Result<()> {
+    if json {
+        print_json(value)
+    } else {
+        print_text(&text(value))
+    }
+}
+
 pub fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value).expect("report types serialize");
     print_text(&text)

@@ -1,20 +1,12 @@
 //! `iesr bench`: a killed and resumed run ends with the same predictions
 //! and summary as an uninterrupted one.
 
-use assert_cmd::Command;
-use iesr::llm::card::{find_card, DEFAULT_MODEL};
-use std::path::{Path, PathBuf};
+mod common;
 
-fn model_path() -> PathBuf {
-    let path = std::env::var_os("IESR_MODEL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| find_card(DEFAULT_MODEL).unwrap().cached_path());
-    assert!(
-        path.is_file(),
-        "run `cargo run --release -- model pull` first"
-    );
-    path
-}
+use common::model_path;
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
 
 fn spider() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets/spider")

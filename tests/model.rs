@@ -1,25 +1,15 @@
 //! The GGUF backend with the real default model (run `iesr model pull`
 //! first, or point IESR_MODEL at the GGUF file).
 
-use iesr::llm::card::{find_card, DEFAULT_MODEL};
+mod common;
+
+use common::model_path;
+
 use iesr::llm::gguf;
 use iesr::llm::local::LocalModel;
 use iesr::llm::{ChatMessage, FinishReason, LanguageModel, Prompt, Sampling};
 use iesr::Error;
-use std::path::PathBuf;
 use std::sync::OnceLock;
-
-fn model_path() -> PathBuf {
-    let path = std::env::var_os("IESR_MODEL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| find_card(DEFAULT_MODEL).unwrap().cached_path());
-    assert!(
-        path.is_file(),
-        "default model not found at {}; run `cargo run --release -- model pull` or set IESR_MODEL",
-        path.display()
-    );
-    path
-}
 
 /// One loaded model shared by the tests that do not care about the cache.
 fn shared() -> &'static LocalModel {

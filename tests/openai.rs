@@ -1,11 +1,13 @@
 //! The OpenAI-compatible backend against a real llama.cpp server
 //! (llama-cpp-python's, on 127.0.0.1) serving the default GGUF.
 
-use iesr::llm::card::{find_card, DEFAULT_MODEL};
+mod common;
+
+use common::model_path;
+
 use iesr::llm::openai::OpenAiModel;
 use iesr::llm::{ChatMessage, FinishReason, LanguageModel, Prompt, Sampling};
 use std::net::TcpListener;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -37,13 +39,7 @@ fn start_server() -> Option<Server> {
         eprintln!("skipped: llama-cpp-python[server] is not installed");
         return None;
     }
-    let model: PathBuf = std::env::var_os("IESR_MODEL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| find_card(DEFAULT_MODEL).unwrap().cached_path());
-    assert!(
-        model.is_file(),
-        "run `cargo run --release -- model pull` first"
-    );
+    let model = model_path();
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -1,22 +1,14 @@
 //! `iesr search` end to end with the real default model on the demo database.
 
+mod common;
+
+use common::model_path;
+
 use assert_cmd::Command;
-use iesr::llm::card::{find_card, DEFAULT_MODEL};
 use iesr::llm::gguf;
 use iesr::search::{Engine, Method, SearchConfig};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-fn model_path() -> PathBuf {
-    let path = std::env::var_os("IESR_MODEL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| find_card(DEFAULT_MODEL).unwrap().cached_path());
-    assert!(
-        path.is_file(),
-        "run `cargo run --release -- model pull` first"
-    );
-    path
-}
 
 fn demo_db() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/concert_singer/concert_singer.sqlite")

@@ -2,22 +2,12 @@
 //! llama.cpp gives for the same file (fixture recorded with
 //! scripts/record_llamacpp_token_ids.py; its command is in the fixture).
 
-use iesr::llm::card::{find_card, DEFAULT_MODEL};
+mod common;
+
+use common::model_path;
+
 use iesr::llm::gguf::load_tokenizer;
 use serde_json::Value;
-use std::path::PathBuf;
-
-fn model_path() -> PathBuf {
-    let path = std::env::var_os("IESR_MODEL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| find_card(DEFAULT_MODEL).unwrap().cached_path());
-    assert!(
-        path.is_file(),
-        "default model not found at {}; run `cargo run --release -- model pull`",
-        path.display()
-    );
-    path
-}
 
 fn fixture() -> Value {
     let text = include_str!("fixtures/llamacpp_token_ids.json");

@@ -5,12 +5,12 @@
 
 use super::dataset::{Example, LoadedDataset};
 use super::predictions::Predictions;
+use super::progress::progress_bar;
 use super::score::{score, score_one, EvalOptions, Report, Verdict};
 use crate::db::{ExecConfig, Executor};
 use crate::error::{Error, Result};
 use crate::llm::LanguageModel;
 use crate::search::{Engine, SearchConfig};
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::Write;
@@ -180,18 +180,6 @@ fn write_records(path: &Path, records: &[PredictionRecord]) -> Result<()> {
         text.push('\n');
     }
     std::fs::write(path, text).map_err(|e| Error::io(path, e))
-}
-
-fn progress_bar(len: usize, done: usize, visible: bool) -> ProgressBar {
-    if !visible {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(len as u64);
-    let style = ProgressStyle::with_template("{bar:30} {pos}/{len} ({eta} left) {msg}")
-        .expect("the template is valid");
-    bar.set_style(style);
-    bar.set_position(done as u64);
-    bar
 }
 
 fn spread(mut values: Vec<f64>) -> Spread {

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod dataset;
 pub mod predictions;
+mod progress;
 pub mod score;
 
 pub use dataset::{load, read_subset, DatasetKind, Example, Filters, LoadedDataset, Split};

@@ -4,10 +4,10 @@
 
 use super::dataset::{Example, LoadedDataset};
 use super::predictions::Predictions;
+use super::progress::progress_bar;
 use crate::db::guard::{has_order_by, strip_distinct};
 use crate::db::{bird_equal, spider_equal, ExecConfig, Executor, ResultDigest, Semantics};
 use crate::error::{QueryError, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -136,7 +136,7 @@ pub fn score(
     options: &EvalOptions,
 ) -> Result<Report> {
     let executors = open_executors(&dataset.examples, options)?;
-    let progress = progress_bar(dataset.examples.len(), options.progress);
+    let progress = progress_bar(dataset.examples.len(), 0, options.progress);
     let correct_so_far = AtomicUsize::new(0);
     let questions: Vec<QuestionScore> = dataset
         .examples
@@ -201,17 +201,6 @@ fn open_executors(
         }
     }
     Ok(executors)
-}
-
-fn progress_bar(len: usize, visible: bool) -> ProgressBar {
-    if !visible {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(len as u64);
-    let style = ProgressStyle::with_template("{bar:30} {pos}/{len} ({eta} left) {msg}")
-        .expect("the template is valid");
-    bar.set_style(style);
-    bar
 }
 
 /// Scores one question (gold and prediction run on `executor`'s database).

@@ -49,3 +49,20 @@ pub fn folder_fingerprint(dir: &Path) -> Vec<(String, u128)> {
     entries.sort();
     entries
 }
+
+/// The default model's GGUF (pulled by `iesr model pull`), or `$IESR_MODEL`.
+pub fn model_path() -> PathBuf {
+    let path = std::env::var_os("IESR_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            iesr::llm::card::find_card(iesr::llm::card::DEFAULT_MODEL)
+                .unwrap()
+                .cached_path()
+        });
+    assert!(
+        path.is_file(),
+        "default model not found at {}; run `cargo run --release -- model pull` or set IESR_MODEL",
+        path.display()
+    );
+    path
+}
