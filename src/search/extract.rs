@@ -73,13 +73,13 @@ fn tagged(text: &str, tag: &str) -> Vec<String> {
     found
 }
 
-/// From the first line-leading SELECT/WITH to the first blank line or
-/// semicolon.
+/// Without fences or tags: from the first word SELECT (or WITH followed by
+/// `name AS (`, so that prose such as "with the new values" is not taken
+/// for SQL) to the first semicolon or blank line.
 fn from_first_keyword(text: &str) -> Option<String> {
     let upper = text.to_ascii_uppercase();
-    let start = ["SELECT", "WITH"]
-        .iter()
-        .filter_map(|k| upper.find(k))
+    let start = keyword_positions(&upper, "SELECT")
+        .chain(keyword_positions(&upper, "WITH").filter(|&i| opens_cte(&upper[i + 4..])))
         .min()?;
     let tail = &text[start..];
     let end = [tail.find(';'), tail.find("\n\n")]
@@ -88,6 +88,31 @@ fn from_first_keyword(text: &str) -> Option<String> {
         .min()
         .unwrap_or(tail.len());
     Some(tail[..end].to_string())
+}
+
+/// Byte offsets where `word` stands as a whole word in `upper`.
+fn keyword_positions<'a>(upper: &'a str, word: &'a str) -> impl Iterator<Item = usize> + 'a {
+    upper.match_indices(word).map(|(i, _)| i).filter(move |&i| {
+        let before = upper[..i].chars().next_back();
+        let after = upper[i + word.len()..].chars().next();
+        let boundary = |c: Option<char>| c.is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        boundary(before) && boundary(after)
+    })
+}
+
+/// Whether text after WITH reads `[RECURSIVE] name AS (`.
+fn opens_cte(after: &str) -> bool {
+    let mut words = after.split_whitespace();
+    let mut name = words.next();
+    if name == Some("RECURSIVE") {
+        name = words.next();
+    }
+    let name_ok = name.is_some_and(|n| {
+        n.chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '"')
+    });
+    let rest: String = words.collect::<Vec<_>>().join(" ");
+    name_ok && (rest.starts_with("AS (") || rest.starts_with("AS("))
 }
 
 #[cfg(test)]
@@ -113,6 +138,12 @@ mod tests {
             ("```", None),
             ("<sql>", None),
             ("with x as (select 1) select * from x", Some("with x as (select 1) select * from x")),
+            (
+                "Compute it with the new volumes. SELECT a FROM t",
+                Some("SELECT a FROM t"),
+            ),
+            ("Start with the new international and domestic passenger volumes.", None),
+            ("the reselection of rows", None),
             ("```sql\n\n```", None),
             ("ünïcödé ```sql\nSELECT 'é'\n```", Some("SELECT 'é'")),
         ];
