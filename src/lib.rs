@@ -2,15 +2,21 @@
 //! reasoning trajectories with a local language model, verifying every
 //! candidate by executing it.
 //!
-//! This crate holds the guarded SQLite layer ([`db`]), and the
-//! execution-accuracy evaluator with its dataset adapters ([`eval`]).
+//! - [`db`]: the guarded read-only SQLite layer, result comparison, schema
+//!   introspection and rendering.
+//! - [`llm`]: the [`llm::LanguageModel`] trait and its backends (GGUF and
+//!   Hugging Face checkpoints on our own transformer, OpenAI-compatible
+//!   servers).
+//! - [`search`]: answering a question ([`search::Engine`]); [`prompts`] holds
+//!   the templates and [`trace`] the record of every call and candidate.
+//! - [`eval`]: dataset adapters, execution accuracy and benchmark runs.
 
 pub mod db;
 pub mod error;
 pub mod eval;
-
-pub use error::{Error, QueryError, Result};
 pub mod llm;
 pub mod prompts;
 pub mod search;
 pub mod trace;
+
+pub use error::{Error, QueryError, Result};
