@@ -7,7 +7,6 @@ use super::dataset::{Example, LoadedDataset};
 use super::predictions::Predictions;
 use super::progress::progress_bar;
 use super::score::{score, score_one, EvalOptions, Report, Verdict};
-use crate::db::{ExecConfig, Executor};
 use crate::error::{Error, Result};
 use crate::llm::LanguageModel;
 use crate::search::{Engine, SearchConfig};
@@ -99,15 +98,14 @@ pub fn run(
         .filter(|e| !done.iter().any(|r| r.question_id == e.question_id))
         .collect();
     let bar = progress_bar(dataset.examples.len(), done.len(), config.progress);
-    let mut engines: HashMap<PathBuf, (Engine, Executor)> = HashMap::new();
+    let mut engines: HashMap<PathBuf, Engine> = HashMap::new();
     let mut correct = 0;
     for example in todo {
         if !engines.contains_key(&example.db_path) {
             let engine = Engine::new(Arc::clone(&model), &example.db_path, config.search.clone())?;
-            let executor = Executor::open(&example.db_path, ExecConfig::default())?;
-            engines.insert(example.db_path.clone(), (engine, executor));
+            engines.insert(example.db_path.clone(), engine);
         }
-        let (engine, executor) = &engines[&example.db_path];
+        let engine = &engines[&example.db_path];
         let answer = engine.answer(&example.question, example.hint.as_deref())?;
         let cost = &answer.trace.cost;
         let record = PredictionRecord {
@@ -132,7 +130,10 @@ pub fn run(
             record.question_id.clone(),
             record.sql.clone(),
         )]));
-        if score_one(executor, example, &one, &EvalOptions::default()).verdict == Verdict::Correct {
+        // Scoring reads full results (digests), so the engine's row cap does not apply.
+        if score_one(engine.executor(), example, &one, &EvalOptions::default()).verdict
+            == Verdict::Correct
+        {
             correct += 1;
         }
         done.push(record);

@@ -151,11 +151,19 @@ impl LocalModel {
         }
         let input = Tensor::new(last, self.transformer.device())?.unsqueeze(0)?;
         let logits = self.transformer.forward(&input, &mut cache)?;
-        let snapshot = cache.snapshot(0, ids.len())?;
-        self.prefix_cache
+        // A repeated prompt is already cached: skip copying its states again.
+        let covered = self
+            .prefix_cache
             .lock()
             .expect("prefix cache lock")
-            .insert(ids.to_vec(), snapshot);
+            .covers(ids);
+        if !covered {
+            let snapshot = cache.snapshot(0, ids.len())?;
+            self.prefix_cache
+                .lock()
+                .expect("prefix cache lock")
+                .insert(ids.to_vec(), snapshot);
+        }
         Ok((cache, logits, cached))
     }
 

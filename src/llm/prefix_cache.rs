@@ -44,6 +44,11 @@ impl PrefixCache {
         Some((entry.kv.clone(), shared))
     }
 
+    /// Whether some entry already holds the states of all of `tokens`.
+    pub fn covers(&self, tokens: &[u32]) -> bool {
+        self.entries.iter().any(|e| e.tokens.starts_with(tokens))
+    }
+
     /// Keeps the states of `tokens`; an entry whose tokens are a prefix of
     /// these is replaced, since the new one serves every request it did.
     pub fn insert(&mut self, tokens: Vec<u32>, kv: KvSnapshot) {
@@ -114,6 +119,8 @@ mod tests {
         cache.insert(vec![7, 7, 7, 7], snapshot(4));
         assert_eq!(cache.len(), 2);
         assert_eq!(cache.lookup(&[1, 2, 9, 9], 4).unwrap().1, 2);
+        assert!(cache.covers(&[7, 7, 7]));
+        assert!(!cache.covers(&[7, 7, 7, 7, 7]));
         // An extension replaces its prefix.
         cache.insert(vec![7, 7, 7, 7, 7], snapshot(5));
         assert!(cache.bytes() <= 2 * each + snapshot(5).bytes());

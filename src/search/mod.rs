@@ -85,6 +85,11 @@ impl Engine {
         })
     }
 
+    /// The guarded executor over this engine's database.
+    pub fn executor(&self) -> &Executor {
+        &self.executor
+    }
+
     pub fn answer(&self, question: &str, hint: Option<&str>) -> Result<Answer> {
         let started = Instant::now();
         let mut trace = Trace {
