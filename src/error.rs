@@ -71,6 +71,14 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// A model file that cannot be used, with the first line of the cause.
+    pub(crate) fn model_corrupt(path: &std::path::Path, detail: impl std::fmt::Display) -> Self {
+        Error::ModelCorrupt {
+            path: path.to_path_buf(),
+            detail: first_line(detail),
+        }
+    }
+
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),

@@ -6,13 +6,14 @@ use candle_core::Device;
 use clap::{Parser, Subcommand};
 use iesr::db::{render_schema, ExecConfig, Executor, IntrospectOptions, Schema, Semantics};
 use iesr::eval::bench::BenchConfig;
-use iesr::eval::{self, DatasetKind, EvalOptions, Filters, Predictions, Split};
+use iesr::eval::{self, DatasetKind, EvalOptions, Filters, LoadedDataset, Predictions, Split};
 use iesr::llm::card::{builtin_cards, find_card, DEFAULT_MODEL};
 use iesr::llm::load_local;
 use iesr::llm::openai::OpenAiModel;
 use iesr::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
 use iesr::search::{Engine, Method, SearchConfig};
 use iesr::{Error, Result};
+use std::collections::HashSet;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -63,23 +64,12 @@ enum Command {
     },
     /// Score predicted SQL against a benchmark's gold SQL by execution accuracy.
     Eval {
-        #[arg(long, value_enum)]
-        dataset: DatasetKind,
-        /// The dataset's folder (holding dev.json and the databases).
-        #[arg(long)]
-        data_dir: PathBuf,
+        #[command(flatten)]
+        data: DatasetArgs,
         /// JSONL file of {"question_id": ..., "sql": ...}, or `gold` to score
         /// the gold SQL against itself.
         #[arg(long)]
         predictions: String,
-        #[arg(long, value_enum, default_value_t = Split::All)]
-        split: Split,
-        /// Only questions on this database id.
-        #[arg(long)]
-        db: Option<String>,
-        /// At most this many questions.
-        #[arg(long)]
-        limit: Option<usize>,
         /// Comparison rule; BIRD's unless told otherwise.
         #[arg(long, value_enum, default_value_t = Semantics::Bird)]
         semantics: Semantics,
@@ -182,6 +172,36 @@ struct SearchArgs {
     question: String,
 }
 
+/// Which benchmark questions, shared by `eval` and `bench`.
+#[derive(clap::Args)]
+struct DatasetArgs {
+    #[arg(long, value_enum)]
+    dataset: DatasetKind,
+    /// The dataset's folder (holding dev.json and the databases).
+    #[arg(long)]
+    data_dir: PathBuf,
+    #[arg(long, value_enum, default_value_t = Split::All)]
+    split: Split,
+    /// Only questions on this database id.
+    #[arg(long)]
+    db: Option<String>,
+    /// At most this many questions.
+    #[arg(long)]
+    limit: Option<usize>,
+}
+
+impl DatasetArgs {
+    fn load(self, subset: Option<HashSet<String>>) -> Result<LoadedDataset> {
+        let filters = Filters {
+            split: self.split,
+            db: self.db,
+            limit: self.limit,
+            subset,
+        };
+        eval::load(self.dataset, &self.data_dir, &filters)
+    }
+}
+
 /// How candidates are produced, shared by `search` and `bench`.
 #[derive(clap::Args)]
 struct MethodArgs {
@@ -220,22 +240,11 @@ impl MethodArgs {
 
 #[derive(clap::Args)]
 struct BenchArgs {
-    #[arg(long, value_enum)]
-    dataset: DatasetKind,
-    /// The dataset's folder (holding dev.json and the databases).
-    #[arg(long)]
-    data_dir: PathBuf,
-    #[arg(long, value_enum, default_value_t = Split::All)]
-    split: Split,
+    #[command(flatten)]
+    data: DatasetArgs,
     /// A fixed subset file (../shared/datasets/subsets/*.json).
     #[arg(long)]
     subset: Option<PathBuf>,
-    /// Only questions on this database id.
-    #[arg(long)]
-    db: Option<String>,
-    /// At most this many questions.
-    #[arg(long)]
-    limit: Option<usize>,
     /// Folder for predictions.jsonl, traces/ and summary.json.
     #[arg(long)]
     out: PathBuf,
@@ -344,13 +353,7 @@ fn search(args: SearchArgs) -> Result<()> {
 
 fn bench(args: BenchArgs) -> Result<()> {
     let subset = args.subset.as_deref().map(eval::read_subset).transpose()?;
-    let filters = Filters {
-        split: args.split,
-        db: args.db,
-        limit: args.limit,
-        subset,
-    };
-    let dataset = eval::load(args.dataset, &args.data_dir, &filters)?;
+    let dataset = args.data.load(subset)?;
     let model = open_model(&args.model)?;
     let config = BenchConfig {
         out: args.out,
@@ -392,24 +395,14 @@ fn run(command: Command) -> Result<()> {
             output::print(json, &*result, output::result_table)
         }
         Command::Eval {
-            dataset,
-            data_dir,
+            data,
             predictions,
-            split,
-            db,
-            limit,
             semantics,
             keep_distinct,
             timeout,
             json,
         } => {
-            let filters = Filters {
-                split,
-                db,
-                limit,
-                subset: None,
-            };
-            let loaded = eval::load(dataset, &data_dir, &filters)?;
+            let loaded = data.load(None)?;
             let predictions = if predictions == "gold" {
                 Predictions::Gold
             } else {

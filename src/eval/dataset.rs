@@ -121,21 +121,21 @@ struct BirdRecord {
 
 /// Reads a dataset from its folder and applies the filters.
 pub fn load(kind: DatasetKind, data_dir: &Path, filters: &Filters) -> Result<LoadedDataset> {
-    let split_error = |what: &str| {
-        Err(Error::InvalidArgument(format!(
-            "--split {what} applies only to {}; use --split all",
-            if what == "mini500" {
-                "logiccat"
-            } else {
-                "bird"
-            }
-        )))
+    let owner = match filters.split {
+        Split::All => None,
+        Split::Mini500 => Some((DatasetKind::Logiccat, "mini500", "logiccat")),
+        Split::Minidev => Some((DatasetKind::Bird, "minidev", "bird")),
     };
+    // A split belongs to one dataset.
+    if let Some((owner, name, owner_name)) = owner {
+        if owner != kind {
+            return Err(Error::InvalidArgument(format!(
+                "--split {name} applies only to {owner_name}; use --split all"
+            )));
+        }
+    }
     let examples: Vec<Example> = match kind {
         DatasetKind::Logiccat => {
-            if filters.split == Split::Minidev {
-                return split_error("minidev");
-            }
             let records: Vec<LogicCatRecord> = read_json(&data_dir.join("dev.json"))?;
             let mut records: Vec<_> = records
                 .into_iter()
@@ -156,13 +156,6 @@ pub fn load(kind: DatasetKind, data_dir: &Path, filters: &Filters) -> Result<Loa
                 .collect()
         }
         DatasetKind::Spider => {
-            if filters.split != Split::All {
-                return split_error(if filters.split == Split::Mini500 {
-                    "mini500"
-                } else {
-                    "minidev"
-                });
-            }
             let records: Vec<SpiderRecord> = read_json(&data_dir.join("dev.json"))?;
             records
                 .into_iter()
@@ -179,10 +172,10 @@ pub fn load(kind: DatasetKind, data_dir: &Path, filters: &Filters) -> Result<Loa
                 .collect()
         }
         DatasetKind::Bird => {
-            let file = match filters.split {
-                Split::All => "dev.json",
-                Split::Minidev => "mini_dev_sqlite.json",
-                Split::Mini500 => return split_error("mini500"),
+            let file = if filters.split == Split::Minidev {
+                "mini_dev_sqlite.json"
+            } else {
+                "dev.json"
             };
             let records: Vec<BirdRecord> = read_json(&data_dir.join(file))?;
             records

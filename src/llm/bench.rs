@@ -4,6 +4,7 @@
 
 use super::kv::KvCache;
 use super::local::LocalModel;
+use super::sampler::argmax;
 use super::transformer::row_logits;
 use crate::error::{Error, Result};
 use serde::Serialize;
@@ -151,13 +152,7 @@ fn decode_rate(
         let input = candle_core::Tensor::new(next.as_slice(), &device)?.unsqueeze(1)?;
         let logits = model.transformer().forward(&input, cache)?;
         for (row, token) in next.iter_mut().enumerate() {
-            let values = row_logits(&logits, row)?;
-            *token = values
-                .iter()
-                .enumerate()
-                .max_by(|a, b| a.1.total_cmp(b.1))
-                .map(|(i, _)| i as u32)
-                .unwrap_or(0);
+            *token = argmax(&row_logits(&logits, row)?);
         }
     }
     Ok((batch * steps) as f64 / started.elapsed().as_secs_f64())

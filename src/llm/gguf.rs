@@ -6,7 +6,7 @@ use super::local::LocalModel;
 use super::transformer::{
     Attention, Config, Embedding, FeedForward, Layer, RopeStyle, Transformer,
 };
-use crate::error::{first_line, Error, Result};
+use crate::error::{Error, Result};
 use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Tensor};
@@ -24,22 +24,21 @@ struct Metadata<'a> {
 
 impl Metadata<'_> {
     fn get(&self, key: &str) -> Result<&Value> {
-        self.content
-            .metadata
-            .get(key)
-            .ok_or_else(|| corrupt(self.path, format!("metadata key `{key}` is missing")))
+        self.content.metadata.get(key).ok_or_else(|| {
+            Error::model_corrupt(self.path, format!("metadata key `{key}` is missing"))
+        })
     }
 
     fn usize(&self, key: &str) -> Result<usize> {
         self.get(key)?
             .to_u64()
             .map(|v| v as usize)
-            .map_err(|e| corrupt(self.path, format!("{key}: {e}")))
+            .map_err(|e| Error::model_corrupt(self.path, format!("{key}: {e}")))
     }
 
     fn f32_or(&self, key: &str, default: f32) -> f32 {
         self.get(key)
-            .and_then(|v| v.to_f32().map_err(|e| corrupt(self.path, e)))
+            .and_then(|v| v.to_f32().map_err(|e| Error::model_corrupt(self.path, e)))
             .unwrap_or(default)
     }
 
@@ -52,25 +51,18 @@ impl Metadata<'_> {
     }
 }
 
-fn corrupt(path: &Path, detail: impl std::fmt::Display) -> Error {
-    Error::ModelCorrupt {
-        path: path.to_path_buf(),
-        detail: first_line(detail),
-    }
-}
-
 /// Loads a GGUF file for the CPU.
 pub fn load(path: &Path) -> Result<LocalModel> {
     let device = Device::Cpu;
     let mut reader = BufReader::new(open_model_file(path)?);
-    let content = Content::read(&mut reader).map_err(|e| corrupt(path, e))?;
+    let content = Content::read(&mut reader).map_err(|e| Error::model_corrupt(path, e))?;
     let meta = Metadata {
         content: &content,
         path,
     };
-    let architecture = meta
-        .string("general.architecture")
-        .ok_or_else(|| corrupt(path, "metadata key `general.architecture` is missing"))?;
+    let architecture = meta.string("general.architecture").ok_or_else(|| {
+        Error::model_corrupt(path, "metadata key `general.architecture` is missing")
+    })?;
     let rope_style = match architecture.as_str() {
         "qwen2" | "qwen3" => RopeStyle::Halves,
         "llama" => RopeStyle::Interleaved,
@@ -119,7 +111,9 @@ pub fn load(path: &Path) -> Result<LocalModel> {
     let bos = token_text("tokenizer.ggml.bos_token_id");
     let eos = token_text("tokenizer.ggml.eos_token_id");
     let template = match meta.string("tokenizer.chat_template") {
-        Some(source) => Some(ChatTemplate::new(&source, &bos, &eos).map_err(|e| corrupt(path, e))?),
+        Some(source) => Some(
+            ChatTemplate::new(&source, &bos, &eos).map_err(|e| Error::model_corrupt(path, e))?,
+        ),
         None => None,
     };
     let stop_tokens: Vec<u32> = ["tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"]
@@ -158,7 +152,7 @@ impl<R: std::io::Read + std::io::Seek> TensorLoader<'_, R> {
     fn qtensor(&mut self, name: &str) -> Result<QTensor> {
         self.content
             .tensor(self.reader, name, self.device)
-            .map_err(|e| corrupt(self.path, format!("tensor {name}: {e}")))
+            .map_err(|e| Error::model_corrupt(self.path, format!("tensor {name}: {e}")))
     }
 
     /// A weight matrix for matrix products. Q5_0/Q5_1 have no SIMD kernel
@@ -169,16 +163,19 @@ impl<R: std::io::Read + std::io::Seek> TensorLoader<'_, R> {
             tensor = tensor
                 .dequantize(self.device)
                 .and_then(|t| QTensor::quantize(&t, GgmlDType::Q8_0))
-                .map_err(|e| corrupt(self.path, format!("requantizing {name}: {e}")))?;
+                .map_err(|e| {
+                    Error::model_corrupt(self.path, format!("requantizing {name}: {e}"))
+                })?;
         }
-        QMatMul::from_qtensor(tensor).map_err(|e| corrupt(self.path, format!("tensor {name}: {e}")))
+        QMatMul::from_qtensor(tensor)
+            .map_err(|e| Error::model_corrupt(self.path, format!("tensor {name}: {e}")))
     }
 
     fn vector(&mut self, name: &str) -> Result<Tensor> {
         let tensor = self.qtensor(name)?;
         tensor
             .dequantize(self.device)
-            .map_err(|e| corrupt(self.path, format!("tensor {name}: {e}")))
+            .map_err(|e| Error::model_corrupt(self.path, format!("tensor {name}: {e}")))
     }
 
     fn optional_vector(&mut self, name: &str) -> Result<Option<Tensor>> {
@@ -227,19 +224,19 @@ impl<R: std::io::Read + std::io::Seek> TensorLoader<'_, R> {
             QMatMul::QTensor(table)
         };
         Transformer::new(config, embedding, layers, final_norm, output, self.device)
-            .map_err(|e| corrupt(self.path, e))
+            .map_err(|e| Error::model_corrupt(self.path, e))
     }
 }
 
 fn tokenizer_from(content: &Content, path: &Path) -> Result<Tokenizer> {
     use candle_core::quantized::tokenizer::TokenizerFromGguf;
-    Tokenizer::from_gguf(content).map_err(|e| corrupt(path, format!("tokenizer: {e}")))
+    Tokenizer::from_gguf(content).map_err(|e| Error::model_corrupt(path, format!("tokenizer: {e}")))
 }
 
 /// Reads only the tokenizer of a GGUF file (its metadata), not the weights.
 pub fn load_tokenizer(path: &Path) -> Result<Tokenizer> {
     let mut reader = BufReader::new(open_model_file(path)?);
-    let content = Content::read(&mut reader).map_err(|e| corrupt(path, e))?;
+    let content = Content::read(&mut reader).map_err(|e| Error::model_corrupt(path, e))?;
     tokenizer_from(&content, path)
 }
 

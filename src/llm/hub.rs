@@ -42,13 +42,6 @@ struct HfConfig {
     eos_token_id: Option<Value>,
 }
 
-fn bad(path: &Path, detail: impl std::fmt::Display) -> Error {
-    Error::ModelCorrupt {
-        path: path.to_path_buf(),
-        detail: first_line(detail),
-    }
-}
-
 impl CheckpointFiles {
     /// The files of a checkpoint directory (`model.safetensors`, or the
     /// shards listed in `model.safetensors.index.json`).
@@ -112,10 +105,10 @@ impl CheckpointFiles {
 
 fn shard_names(index: &Path) -> Result<Vec<String>> {
     let text = std::fs::read_to_string(index).map_err(|e| Error::io(index, e))?;
-    let json: Value = serde_json::from_str(&text).map_err(|e| bad(index, e))?;
+    let json: Value = serde_json::from_str(&text).map_err(|e| Error::model_corrupt(index, e))?;
     let map = json["weight_map"]
         .as_object()
-        .ok_or_else(|| bad(index, "no weight_map"))?;
+        .ok_or_else(|| Error::model_corrupt(index, "no weight_map"))?;
     let mut names: Vec<String> = map
         .values()
         .filter_map(|v| v.as_str().map(String::from))
@@ -129,7 +122,8 @@ fn shard_names(index: &Path) -> Result<Vec<String>> {
 pub fn load(files: &CheckpointFiles, device: &Device, dtype: DType) -> Result<LocalModel> {
     let config_text =
         std::fs::read_to_string(&files.config).map_err(|e| Error::io(&files.config, e))?;
-    let hf: HfConfig = serde_json::from_str(&config_text).map_err(|e| bad(&files.config, e))?;
+    let hf: HfConfig =
+        serde_json::from_str(&config_text).map_err(|e| Error::model_corrupt(&files.config, e))?;
     if !matches!(hf.model_type.as_str(), "qwen2" | "qwen3" | "llama") {
         return Err(Error::UnknownArchitecture {
             path: files.config.clone(),
@@ -156,19 +150,21 @@ pub fn load(files: &CheckpointFiles, device: &Device, dtype: DType) -> Result<Lo
     // SAFETY: the files are memory-mapped read-only and must not change
     // while loaded, as with every mmap-based loader.
     let vb = unsafe { VarBuilder::from_mmaped_safetensors(&files.weights, dtype, device) }
-        .map_err(|e| bad(weights_path, e))?;
-    let transformer =
-        build(&config, hf.tie_word_embeddings, vb, device).map_err(|e| bad(weights_path, e))?;
+        .map_err(|e| Error::model_corrupt(weights_path, e))?;
+    let transformer = build(&config, hf.tie_word_embeddings, vb, device)
+        .map_err(|e| Error::model_corrupt(weights_path, e))?;
 
-    let tokenizer = Tokenizer::from_file(&files.tokenizer).map_err(|e| bad(&files.tokenizer, e))?;
+    let tokenizer = Tokenizer::from_file(&files.tokenizer)
+        .map_err(|e| Error::model_corrupt(&files.tokenizer, e))?;
     let (template, bos, eos) = match &files.tokenizer_config {
         Some(path) => read_tokenizer_config(path)?,
         None => (None, String::new(), String::new()),
     };
     let template = match template {
-        Some(source) => {
-            Some(ChatTemplate::new(&source, &bos, &eos).map_err(|e| bad(&files.config, e))?)
-        }
+        Some(source) => Some(
+            ChatTemplate::new(&source, &bos, &eos)
+                .map_err(|e| Error::model_corrupt(&files.config, e))?,
+        ),
         None => None,
     };
     let mut stop_tokens: Vec<u32> = match &hf.eos_token_id {
@@ -198,7 +194,7 @@ pub fn load(files: &CheckpointFiles, device: &Device, dtype: DType) -> Result<Lo
 /// The chat template and the BOS/EOS token texts from tokenizer_config.json.
 fn read_tokenizer_config(path: &Path) -> Result<(Option<String>, String, String)> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let json: Value = serde_json::from_str(&text).map_err(|e| bad(path, e))?;
+    let json: Value = serde_json::from_str(&text).map_err(|e| Error::model_corrupt(path, e))?;
     let token = |key: &str| match &json[key] {
         Value::String(s) => s.clone(),
         Value::Object(o) => o

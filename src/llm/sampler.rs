@@ -76,7 +76,8 @@ impl Sampler {
     }
 }
 
-fn argmax(logits: &[f32]) -> u32 {
+/// The index of the largest logit (the first on ties).
+pub(crate) fn argmax(logits: &[f32]) -> u32 {
     let mut best = 0;
     for (i, &l) in logits.iter().enumerate() {
         if l > logits[best] {
