@@ -11,12 +11,15 @@
 //!   the templates and [`trace`] the record of every call and candidate.
 //! - [`eval`]: dataset adapters, execution accuracy and benchmark runs.
 
+pub mod action;
 pub mod db;
 pub mod error;
 pub mod eval;
 pub mod llm;
 pub mod prompts;
 pub mod search;
+pub mod select;
 pub mod trace;
+pub mod understand;
 
 pub use error::{Error, QueryError, Result};

@@ -4,6 +4,7 @@ mod output;
 
 use candle_core::Device;
 use clap::{Parser, Subcommand};
+use iesr::action::ActionSet;
 use iesr::db::{render_schema, ExecConfig, Executor, IntrospectOptions, Schema, Semantics};
 use iesr::eval::bench::BenchConfig;
 use iesr::eval::{self, DatasetKind, EvalOptions, Filters, LoadedDataset, Predictions, Split};
@@ -11,7 +12,11 @@ use iesr::llm::card::{builtin_cards, find_card, DEFAULT_MODEL};
 use iesr::llm::load_local;
 use iesr::llm::openai::OpenAiModel;
 use iesr::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
-use iesr::search::{Engine, Method, SearchConfig};
+use iesr::search::mcts::{MctsConfig, RolloutProgress};
+use iesr::search::{Engine, IesrConfig, Method, SearchConfig};
+use iesr::select::{SelectConfig, Weights};
+use iesr::understand::rules::RuleBase;
+use iesr::understand::UnderstandConfig;
 use iesr::{Error, Result};
 use std::collections::HashSet;
 use std::io::IsTerminal;
@@ -133,9 +138,11 @@ enum MethodArg {
     Greedy,
     /// Self-consistency: --samples completions, majority vote over execution results.
     Sc,
+    /// Understanding, tree search over reasoning actions, and selection.
+    Iesr,
 }
 
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 struct ModelArgs {
     /// A model name (`iesr model list`; pulled when missing), a GGUF file, a
     /// Hugging Face checkpoint directory or hf:OWNER/REPO; with
@@ -169,6 +176,9 @@ struct SearchArgs {
     /// Write the trace (every call, candidate and score) to this JSON file.
     #[arg(long)]
     trace: Option<PathBuf>,
+    /// Print the search tree (--method iesr).
+    #[arg(long)]
+    explain: bool,
     question: String,
 }
 
@@ -215,26 +225,135 @@ struct MethodArgs {
     temperature: f32,
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Token limit per completion.
+    /// Token limit per completion (baselines; tree-search actions set
+    /// their own in their files).
     #[arg(long, default_value_t = 384)]
     max_tokens: usize,
+    #[command(flatten)]
+    search: TreeSearchArgs,
+}
+
+/// Settings and ablations of --method iesr.
+#[derive(clap::Args)]
+struct TreeSearchArgs {
+    /// Rollouts of the tree search [default: 8 on CPU, 32 on a GPU or a server].
+    #[arg(long)]
+    rollouts: Option<usize>,
+    /// UCT exploration constant c.
+    #[arg(long, default_value_t = 1.4)]
+    exploration: f64,
+    /// K: samples drawn at a terminal node for the execution-agreement reward.
+    #[arg(long, default_value_t = 3)]
+    agreement_samples: usize,
+    /// Steps after which a trajectory ends.
+    #[arg(long, default_value_t = 8)]
+    max_depth: usize,
+    /// A folder of action files to use instead of the built-in six.
+    #[arg(long)]
+    actions: Option<PathBuf>,
+    /// A rule file to use instead of the built-in units and formulas.
+    #[arg(long)]
+    rules: Option<PathBuf>,
+    /// Skip stage 1 (semantic state, verification, linking, compression).
+    #[arg(long)]
+    no_understanding: bool,
+    /// Keep stage 1's claims unchecked.
+    #[arg(long)]
+    no_verification: bool,
+    /// Show the search the full schema.
+    #[arg(long)]
+    no_compression: bool,
+    /// Leave an action out of the search (repeatable; A1-A4 or A6).
+    #[arg(long, value_name = "ACTION")]
+    disable_action: Vec<String>,
+    /// Skip stage 3's discriminator check.
+    #[arg(long)]
+    no_discriminator: bool,
+    /// Model for the discriminator check [default: the search's model].
+    #[arg(long)]
+    discriminator: Option<String>,
+    /// Score weights alpha,beta,gamma for execution, discriminator agreement
+    /// and vote.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        num_args = 1,
+        default_value = "0.4,0.2,0.4"
+    )]
+    weights: Vec<f64>,
 }
 
 impl MethodArgs {
-    fn config(&self) -> SearchConfig {
+    /// The search settings; `gpu_class` picks the larger rollout default.
+    fn config(&self, gpu_class: bool) -> Result<SearchConfig> {
         let method = match self.method {
             MethodArg::Greedy => Method::Greedy,
             MethodArg::Sc => Method::SelfConsistency {
                 samples: self.samples,
                 temperature: self.temperature,
             },
+            MethodArg::Iesr => Method::Iesr,
         };
-        SearchConfig {
+        Ok(SearchConfig {
             method,
             seed: self.seed,
             max_tokens: self.max_tokens,
+            iesr: self.search.config(gpu_class)?,
             ..SearchConfig::default()
+        })
+    }
+}
+
+impl TreeSearchArgs {
+    fn config(&self, gpu_class: bool) -> Result<IesrConfig> {
+        let defaults = IesrConfig::default();
+        let actions = match &self.actions {
+            Some(dir) => ActionSet::load_dir(dir)?,
+            None => defaults.actions.clone(),
+        };
+        let rules = match &self.rules {
+            Some(path) => RuleBase::load(path)?,
+            None => defaults.rules.clone(),
+        };
+        let [exec, disc, vote] = self.weights[..] else {
+            return Err(Error::InvalidArgument(
+                "--weights takes three numbers, alpha,beta,gamma (for example 0.4,0.2,0.4)".into(),
+            ));
+        };
+        if self.weights.iter().any(|w| !w.is_finite() || *w < 0.0) {
+            return Err(Error::InvalidArgument(
+                "--weights must be zero or positive numbers".into(),
+            ));
         }
+        let rollouts = self.rollouts.unwrap_or(if gpu_class { 32 } else { 8 });
+        if rollouts == 0 || self.max_depth == 0 {
+            return Err(Error::InvalidArgument(
+                "--rollouts and --max-depth must be at least 1".into(),
+            ));
+        }
+        let understand = (!self.no_understanding).then(|| UnderstandConfig {
+            verification: !self.no_verification,
+            compression: !self.no_compression,
+            ..UnderstandConfig::default()
+        });
+        Ok(IesrConfig {
+            understand,
+            mcts: MctsConfig {
+                rollouts,
+                exploration: self.exploration,
+                agreement_samples: self.agreement_samples,
+                max_depth: self.max_depth,
+                seed: 0,
+            },
+            select: SelectConfig {
+                weights: Weights { exec, disc, vote },
+                discriminator: !self.no_discriminator,
+                seed: 0,
+            },
+            actions: actions.without(&self.disable_action)?,
+            rules,
+            ..defaults
+        })
     }
 }
 
@@ -314,6 +433,13 @@ fn seconds(value: f64, flag: &str) -> Result<Duration> {
         })
 }
 
+impl ModelArgs {
+    /// A GPU or a server: fast enough for the larger rollout budget.
+    fn gpu_class(&self) -> bool {
+        self.openai_url.is_some() || self.device.starts_with("cuda")
+    }
+}
+
 /// The model behind --model/--openai-url; a known model that has not been
 /// pulled yet is pulled first.
 fn open_model(args: &ModelArgs) -> Result<Arc<dyn LanguageModel>> {
@@ -338,15 +464,38 @@ fn open_model(args: &ModelArgs) -> Result<Arc<dyn LanguageModel>> {
 }
 
 fn search(args: SearchArgs) -> Result<()> {
-    let config = args.method.config();
+    let config = args.method.config(args.model.gpu_class())?;
     // A bad database path should not wait for a model to load.
     iesr::db::open::open_read_only(&args.db)?;
     let model = open_model(&args.model)?;
-    let engine = Engine::new(model, &args.db, config)?;
-    let answer = engine.answer(&args.question, args.hint.as_deref())?;
+    let mut engine = Engine::new(model, &args.db, config)?;
+    if let Some(name) = &args.method.search.discriminator {
+        let spec = ModelArgs {
+            model: name.clone(),
+            ..args.model.clone()
+        };
+        engine = engine.with_discriminator(open_model(&spec)?);
+    }
+    let show_progress = !args.json && std::io::stderr().is_terminal();
+    let mut progress = |p: RolloutProgress| {
+        if show_progress {
+            eprint!(
+                "\rrollout {}/{}  reward {:.2}  best {:.2}  model calls {}",
+                p.done, p.total, p.reward, p.best_reward, p.calls
+            );
+            if p.done == p.total {
+                eprintln!();
+            }
+        }
+    };
+    let answer =
+        engine.answer_with_progress(&args.question, args.hint.as_deref(), &mut progress)?;
     if let Some(path) = &args.trace {
         let text = serde_json::to_string_pretty(&answer.trace).expect("traces serialize");
         std::fs::write(path, text).map_err(|e| Error::io(path, e))?;
+    }
+    if args.explain && !args.json {
+        output::print_text(&output::tree_text(&answer.trace))?;
     }
     output::print(args.json, &answer, output::answer_text)
 }
@@ -354,11 +503,12 @@ fn search(args: SearchArgs) -> Result<()> {
 fn bench(args: BenchArgs) -> Result<()> {
     let subset = args.subset.as_deref().map(eval::read_subset).transpose()?;
     let dataset = args.data.load(subset)?;
+    let search = args.method.config(args.model.gpu_class())?;
     let model = open_model(&args.model)?;
     let config = BenchConfig {
         out: args.out,
         resume: args.resume,
-        search: args.method.config(),
+        search,
         progress: !args.json && std::io::stderr().is_terminal(),
     };
     let summary = iesr::eval::bench::run(&dataset, model, &config)?;

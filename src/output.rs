@@ -7,6 +7,7 @@ use iesr::eval::{Report, Tally};
 use iesr::llm::bench::BenchReport;
 use iesr::llm::Generation;
 use iesr::search::Answer;
+use iesr::trace::{Execution, Trace};
 use iesr::{Error, Result};
 use std::io::Write;
 
@@ -229,6 +230,76 @@ pub fn answer_text(answer: &Answer) -> String {
         c.seconds
     ));
     out
+}
+
+/// The search tree as an indented outline: action, visits, mean reward,
+/// and for query-writing steps the query and how it ran.
+pub fn tree_text(trace: &Trace) -> String {
+    if trace.tree.is_empty() {
+        return "no search tree (only --method iesr builds one)\n".to_string();
+    }
+    let mut out = format!("search tree: {} nodes\n", trace.tree.len());
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); trace.tree.len()];
+    for node in &trace.tree {
+        if let Some(parent) = node.parent {
+            children[parent].push(node.id);
+        }
+    }
+    // Depth-first, each line prefixed by its ancestors' rails.
+    let mut stack: Vec<(usize, String, bool)> = vec![(0, String::new(), true)];
+    while let Some((id, rails, last)) = stack.pop() {
+        let node = &trace.tree[id];
+        let branch = match (node.parent, last) {
+            (None, _) => "",
+            (Some(_), true) => "└─ ",
+            (Some(_), false) => "├─ ",
+        };
+        let mean = if node.visits > 0 {
+            node.value / node.visits as f64
+        } else {
+            0.0
+        };
+        let mut line = format!(
+            "{rails}{branch}{} N={} Q/N={mean:.2}",
+            node.action.as_deref().unwrap_or("question"),
+            node.visits
+        );
+        if let Some(reward) = node.reward {
+            line.push_str(&format!(" reward={reward:.2}"));
+        }
+        if node.terminal {
+            line.push_str(" [end]");
+        }
+        if let Some(sql) = &node.sql {
+            let ran = match &node.execution {
+                Some(Execution::Ok { total_rows, .. }) => format!("{total_rows} rows"),
+                Some(Execution::Failed { error }) => format!("error: {error}"),
+                None => "not run".to_string(),
+            };
+            line.push_str(&format!("  {}  -> {ran}", one_line(sql, 90)));
+        } else if let Some(output) = &node.output {
+            line.push_str(&format!("  {}", one_line(output, 70)));
+        }
+        out.push_str(&line);
+        out.push('\n');
+        let child_rails = match node.parent {
+            None => String::new(),
+            Some(_) => format!("{rails}{}", if last { "   " } else { "│  " }),
+        };
+        let kids = &children[id];
+        for (i, &child) in kids.iter().enumerate().rev() {
+            stack.push((child, child_rails.clone(), i + 1 == kids.len()));
+        }
+    }
+    out
+}
+
+fn one_line(text: &str, max_chars: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(max_chars) {
+        Some((i, _)) => format!("{}…", &flat[..i]),
+        None => flat,
+    }
 }
 
 pub fn bench_summary_text(summary: &BenchSummary) -> String {

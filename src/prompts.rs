@@ -18,6 +18,32 @@ pub const SQL_GENERATION_USER: Template = Template {
     text: include_str!("../prompts/sql_generation.user.txt"),
 };
 
+pub const REASONING_SYSTEM: Template = Template {
+    name: "reasoning.system",
+    text: include_str!("../prompts/reasoning.system.txt"),
+};
+
+/// The shared frame of every reasoning action: schema, hint, question,
+/// stage 1's notes, the steps so far, then the action's instruction.
+pub const REASONING_USER: Template = Template {
+    name: "reasoning.user",
+    text: include_str!("../prompts/reasoning.user.txt"),
+};
+
+/// Stage 1's request for the semantic state, asked in the reasoning frame
+/// so that its schema prefix is shared with the search's prompts.
+pub const UNDERSTANDING: Template = Template {
+    name: "understanding",
+    text: include_str!("../prompts/understanding.user.txt"),
+};
+
+/// The hint as a prompt line, or nothing when there is none.
+pub fn hint_line(hint: Option<&str>) -> String {
+    hint.filter(|h| !h.trim().is_empty())
+        .map(|h| format!("Hint: {h}\n"))
+        .unwrap_or_default()
+}
+
 impl Template {
     /// Fills every `{key}` with its value; unknown placeholders stay as
     /// they are, so literal braces in a template survive.

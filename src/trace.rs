@@ -16,6 +16,15 @@ pub struct Trace {
     pub model: String,
     pub calls: Vec<CallRecord>,
     pub candidates: Vec<CandidateRecord>,
+    /// Stage 1 (tree search only; absent when it was switched off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub understanding: Option<crate::understand::UnderstandingRecord>,
+    /// Stage 2: every node of the search tree.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tree: Vec<TreeNodeRecord>,
+    /// Stage 3: each candidate's score terms.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub selection: Vec<crate::select::ScoredCandidate>,
     pub answer: Option<String>,
     pub cost: Cost,
 }
@@ -39,6 +48,28 @@ pub struct CandidateRecord {
     /// Candidates whose result equals this one's (itself included).
     pub votes: usize,
     pub score: f64,
+}
+
+/// One node of the search tree.
+#[derive(Debug, Clone, Serialize)]
+pub struct TreeNodeRecord {
+    pub id: usize,
+    pub parent: Option<usize>,
+    /// The action's id (A1..A6); None at the root.
+    pub action: Option<String>,
+    pub depth: usize,
+    pub visits: u32,
+    pub value: f64,
+    pub terminal: bool,
+    pub reward: Option<f64>,
+    /// What the step wrote (the model's text, parsed).
+    pub output: Option<String>,
+    pub parse_error: Option<String>,
+    pub sql: Option<String>,
+    pub execution: Option<Execution>,
+    /// Queries sampled for the agreement reward, and whether each agreed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reward_samples: Vec<(Option<String>, bool)>,
 }
 
 /// An execution outcome, summarised for the trace.

@@ -5,8 +5,13 @@ use super::{Completion, FinishReason, Generation, LanguageModel, Prompt, Samplin
 use crate::error::{Error, Result};
 use std::sync::Mutex;
 
+/// Writes a reply from the prompt's text and the completion's index
+/// within its call.
+type Responder = dyn Fn(&str, usize) -> String + Send + Sync;
+
 pub struct ScriptedModel {
     replies: Mutex<std::collections::VecDeque<String>>,
+    responder: Option<Box<Responder>>,
 }
 
 impl ScriptedModel {
@@ -14,6 +19,15 @@ impl ScriptedModel {
     pub fn new<S: Into<String>>(replies: impl IntoIterator<Item = S>) -> Self {
         ScriptedModel {
             replies: Mutex::new(replies.into_iter().map(Into::into).collect()),
+            responder: None,
+        }
+    }
+
+    /// Answers every completion with `respond(prompt text, index in call)`.
+    pub fn responding(respond: impl Fn(&str, usize) -> String + Send + Sync + 'static) -> Self {
+        ScriptedModel {
+            replies: Mutex::new(Default::default()),
+            responder: Some(Box::new(respond)),
         }
     }
 
@@ -27,13 +41,24 @@ impl LanguageModel for ScriptedModel {
         "scripted"
     }
 
-    fn generate(&self, _prompt: &Prompt, sampling: &Sampling) -> Result<Generation> {
+    fn generate(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation> {
         let mut replies = self.replies.lock().expect("script lock");
+        let prompt_text = match prompt {
+            Prompt::Raw(text) => text.clone(),
+            Prompt::Chat(messages) => messages
+                .iter()
+                .map(|m| m.content.as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        };
         let completions = (0..sampling.n.max(1))
-            .map(|_| {
-                let text = replies
-                    .pop_front()
-                    .ok_or_else(|| Error::Inference("the script has no more replies".into()))?;
+            .map(|i| {
+                let text = match &self.responder {
+                    Some(respond) => respond(&prompt_text, i),
+                    None => replies
+                        .pop_front()
+                        .ok_or_else(|| Error::Inference("the script has no more replies".into()))?,
+                };
                 Ok(Completion {
                     generated_tokens: text.split_whitespace().count(),
                     text,

@@ -3,13 +3,22 @@
 //! (self-consistency) are the baselines the tree search is measured against.
 
 pub mod extract;
+mod iesr;
+pub mod mcts;
+pub mod reasoner;
+pub mod tree;
 
+use crate::action::ActionSet;
 use crate::db::{render_schema, ExecConfig, Executor, IntrospectOptions, QueryResult, Schema};
 use crate::error::{QueryError, Result};
 use crate::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
 use crate::prompts::{SQL_GENERATION_SYSTEM, SQL_GENERATION_USER};
+use crate::select::SelectConfig;
 use crate::trace::{CallRecord, CandidateRecord, Execution, Trace};
+use crate::understand::rules::RuleBase;
+use crate::understand::UnderstandConfig;
 use extract::extract_sql;
+use mcts::{MctsConfig, RolloutProgress};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
@@ -25,6 +34,35 @@ pub enum Method {
     /// `samples` completions of the same prompt; the largest group of
     /// equal execution results wins.
     SelfConsistency { samples: usize, temperature: f32 },
+    /// The full method: understanding, tree search, selection
+    /// (configured by [`SearchConfig::iesr`]).
+    Iesr,
+}
+
+/// The tree search's settings and its ablations.
+#[derive(Debug, Clone)]
+pub struct IesrConfig {
+    /// Stage 1; None skips it (`--no-understanding`).
+    pub understand: Option<UnderstandConfig>,
+    pub mcts: MctsConfig,
+    pub select: SelectConfig,
+    pub actions: ActionSet,
+    pub rules: RuleBase,
+    /// Where schema-linking indexes are cached.
+    pub index_dir: std::path::PathBuf,
+}
+
+impl Default for IesrConfig {
+    fn default() -> Self {
+        IesrConfig {
+            understand: Some(UnderstandConfig::default()),
+            mcts: MctsConfig::default(),
+            select: SelectConfig::default(),
+            actions: ActionSet::builtin(),
+            rules: RuleBase::builtin(),
+            index_dir: crate::llm::card::iesr_home().join("index"),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -36,6 +74,7 @@ pub struct SearchConfig {
     /// Size budget of the rendered schema, in characters.
     pub schema_chars: usize,
     pub exec: ExecConfig,
+    pub iesr: IesrConfig,
 }
 
 impl Default for SearchConfig {
@@ -46,6 +85,7 @@ impl Default for SearchConfig {
             max_tokens: 384,
             schema_chars: 12_000,
             exec: ExecConfig::default(),
+            iesr: IesrConfig::default(),
         }
     }
 }
@@ -58,8 +98,9 @@ pub struct Answer {
     pub result: Option<Arc<QueryResult>>,
     /// Error of the chosen SQL when it failed to execute.
     pub error: Option<String>,
-    /// Share of candidates agreeing with the answer's result (0 when it
-    /// did not execute).
+    /// For the baselines, the share of candidates agreeing with the
+    /// answer's result; for the tree search, the winner's score. 0 when the
+    /// answer did not execute.
     pub confidence: f64,
     pub trace: Trace,
 }
@@ -67,7 +108,10 @@ pub struct Answer {
 /// A database opened for answering questions with one model.
 pub struct Engine {
     model: Arc<dyn LanguageModel>,
+    /// The model of stage 3's check; the main model unless set.
+    discriminator: Option<Arc<dyn LanguageModel>>,
     executor: Executor,
+    schema: Schema,
     schema_text: String,
     config: SearchConfig,
 }
@@ -79,10 +123,18 @@ impl Engine {
         let schema_text = render_schema(&schema, config.schema_chars);
         Ok(Engine {
             model,
+            discriminator: None,
             executor,
+            schema,
             schema_text,
             config,
         })
+    }
+
+    /// Uses `model` for stage 3's discriminator check.
+    pub fn with_discriminator(mut self, model: Arc<dyn LanguageModel>) -> Self {
+        self.discriminator = Some(model);
+        self
     }
 
     /// The guarded executor over this engine's database.
@@ -91,8 +143,19 @@ impl Engine {
     }
 
     pub fn answer(&self, question: &str, hint: Option<&str>) -> Result<Answer> {
+        self.answer_with_progress(question, hint, &mut |_| {})
+    }
+
+    /// Like [`Engine::answer`], reporting each finished rollout of the tree
+    /// search.
+    pub fn answer_with_progress(
+        &self,
+        question: &str,
+        hint: Option<&str>,
+        on_rollout: &mut dyn FnMut(RolloutProgress),
+    ) -> Result<Answer> {
         let started = Instant::now();
-        let mut trace = Trace {
+        let trace = Trace {
             question: question.to_string(),
             hint: hint.map(String::from),
             database: self.executor.path().display().to_string(),
@@ -100,13 +163,29 @@ impl Engine {
             model: self.model.name().to_string(),
             ..Trace::default()
         };
-        let (n, temperature) = match self.config.method {
-            Method::Greedy => (1, 0.0),
+        let mut answer = match self.config.method {
+            Method::Greedy => self.answer_by_vote(question, hint, 1, 0.0, trace)?,
             Method::SelfConsistency {
                 samples,
                 temperature,
-            } => (samples.max(1), temperature),
+            } => self.answer_by_vote(question, hint, samples.max(1), temperature, trace)?,
+            Method::Iesr => self.answer_by_search(question, hint, trace, on_rollout)?,
         };
+        answer.trace.answer = answer.sql.clone();
+        answer.trace.cost.seconds = started.elapsed().as_secs_f64();
+        Ok(answer)
+    }
+
+    /// The baselines: `n` completions of one prompt, the largest group of
+    /// equal execution results wins.
+    fn answer_by_vote(
+        &self,
+        question: &str,
+        hint: Option<&str>,
+        n: usize,
+        temperature: f32,
+        mut trace: Trace,
+    ) -> Result<Answer> {
         let messages = self.generation_prompt(question, hint);
         let sampling = Sampling {
             temperature,
@@ -159,8 +238,6 @@ impl Engine {
             .winner
             .filter(|&i| outcomes[i].is_ok())
             .map_or(0.0, |i| chosen.votes[i] as f64 / n as f64);
-        trace.answer = sql.clone();
-        trace.cost.seconds = started.elapsed().as_secs_f64();
         Ok(Answer {
             sql,
             result,

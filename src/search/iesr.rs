@@ -1,0 +1,285 @@
+//! The full method on one question: stage 1 (understanding), stage 2 (tree
+//! search) and stage 3 (selection), each recorded in the trace.
+
+use super::mcts::{NodeState, RolloutProgress, Search};
+use super::reasoner::{QuestionContext, Reasoner};
+use super::tree::Tree;
+use super::{Answer, Engine};
+use crate::error::Result;
+use crate::select::{self, SelectConfig};
+use crate::trace::{CandidateRecord, Execution, Trace, TreeNodeRecord};
+use crate::understand::linking::ValueIndex;
+use crate::understand::{self, Inputs};
+
+/// Seeds of the three stages, apart so that they never share draws.
+const SELECT_SEED_MIX: u64 = 0x5E1E_C7ED;
+
+impl Engine {
+    pub(super) fn answer_by_search(
+        &self,
+        question: &str,
+        hint: Option<&str>,
+        mut trace: Trace,
+        on_rollout: &mut dyn FnMut(RolloutProgress),
+    ) -> Result<Answer> {
+        let config = &self.config.iesr;
+        let seed = self.config.seed;
+
+        let (schema, notes) = match &config.understand {
+            Some(understand_config) => {
+                let index = ValueIndex::for_database(
+                    self.executor.path(),
+                    &self.schema,
+                    &config.index_dir,
+                )?;
+                let inputs = Inputs {
+                    schema: &self.schema,
+                    index: &index,
+                    rules: &config.rules,
+                    question,
+                    hint,
+                    schema_chars: self.config.schema_chars,
+                };
+                let (found, record, call) =
+                    understand::understand(self.model.as_ref(), &inputs, understand_config, seed)?;
+                trace.cost.add(&call.usage);
+                trace.calls.push(call);
+                trace.understanding = Some(record);
+                (found.schema_text, found.notes)
+            }
+            None => (self.schema_text.clone(), String::new()),
+        };
+
+        let context = QuestionContext {
+            schema,
+            question: question.to_string(),
+            hint: hint.map(String::from),
+            understanding: notes,
+        };
+        let reasoner = Reasoner {
+            actions: &config.actions,
+            executor: &self.executor,
+            context: &context,
+        };
+        let mcts = super::mcts::MctsConfig {
+            seed,
+            ..config.mcts.clone()
+        };
+        let search = Search {
+            reasoner: Reasoner { ..reasoner },
+            model: self.model.as_ref(),
+            config: &mcts,
+        };
+        let result = search.run(on_rollout)?;
+        for call in result.calls {
+            trace.cost.add(&call.usage);
+            trace.calls.push(call);
+        }
+
+        let discriminator = self.discriminator.as_ref().unwrap_or(&self.model);
+        let select_config = SelectConfig {
+            seed: seed ^ SELECT_SEED_MIX,
+            ..config.select
+        };
+        let selection = select::select(
+            &result.tree,
+            &reasoner,
+            discriminator.as_ref(),
+            &select_config,
+        )?;
+        for call in selection.calls {
+            trace.cost.add(&call.usage);
+            trace.calls.push(call);
+        }
+
+        trace.tree = tree_records(&result.tree, &config.actions);
+        let tree = &result.tree;
+        let outcome_of = |node: usize| {
+            Search::query_source(tree, node)
+                .and_then(|s| tree.node(s).payload.step.execution.clone())
+        };
+        for candidate in &selection.candidates {
+            let outcome = outcome_of(candidate.node);
+            let votes = (candidate.vote * selection.candidates.len() as f64).round() as usize;
+            trace.candidates.push(CandidateRecord {
+                sql: candidate.sql.clone(),
+                execution: outcome.as_ref().map(Execution::from_outcome).unwrap_or(
+                    Execution::Failed {
+                        error: "not executed".into(),
+                    },
+                ),
+                votes,
+                score: candidate.score,
+            });
+        }
+        let winner = selection.winner.map(|i| &selection.candidates[i]);
+        let outcome = winner.and_then(|w| outcome_of(w.node));
+        let answer = Answer {
+            sql: winner.map(|w| w.sql.clone()),
+            result: outcome.as_ref().and_then(|o| o.as_ref().ok().cloned()),
+            error: outcome
+                .as_ref()
+                .and_then(|o| o.as_ref().err().map(|e| e.to_string())),
+            confidence: match (&outcome, winner) {
+                (Some(Ok(_)), Some(w)) => w.score,
+                _ => 0.0,
+            },
+            trace,
+        };
+        let mut answer = answer;
+        answer.trace.selection = selection.candidates;
+        Ok(answer)
+    }
+}
+
+fn tree_records(tree: &Tree<NodeState>, actions: &crate::action::ActionSet) -> Vec<TreeNodeRecord> {
+    tree.nodes()
+        .map(|(id, node)| {
+            let step = &node.payload.step;
+            let output = step.output.as_ref();
+            TreeNodeRecord {
+                id,
+                parent: node.parent,
+                action: node.action.map(|a| actions.get(a).id.clone()),
+                depth: node.depth,
+                visits: node.visits,
+                value: node.value,
+                terminal: node.terminal,
+                reward: node.reward,
+                output: output.map(|o| o.text.clone()),
+                parse_error: output.and_then(|o| o.parse_error.clone()),
+                sql: step.sql().map(String::from),
+                execution: step.execution.as_ref().map(Execution::from_outcome),
+                reward_samples: node.payload.reward_samples.clone(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::mcts::tests::{concert_singer, step_of};
+    use super::super::{Engine, IesrConfig, Method, SearchConfig};
+    use crate::llm::scripted::ScriptedModel;
+    use crate::select::Weights;
+    use std::sync::Arc;
+
+    fn engine(model: ScriptedModel, iesr: IesrConfig) -> Engine {
+        let config = SearchConfig {
+            method: Method::Iesr,
+            iesr,
+            ..SearchConfig::default()
+        };
+        Engine::new(Arc::new(model), &concert_singer(), config).unwrap()
+    }
+
+    fn config(index_dir: &std::path::Path) -> IesrConfig {
+        IesrConfig {
+            index_dir: index_dir.to_path_buf(),
+            ..IesrConfig::default()
+        }
+    }
+
+    /// Understanding names the singer table; SQL generation counts singers
+    /// (6) when it has seen the schema selection and otherwise counts French
+    /// singers (4); the revision counts singers.
+    fn model() -> ScriptedModel {
+        ScriptedModel::responding(|prompt, _| {
+            if step_of(prompt) == "question analysis" {
+                return "{'intent': 'count_singers', 'entities': ['France'], 'tables': ['singer', 'planet'], 'columns': ['singer.Singer_ID']}".into();
+            }
+            match step_of(prompt) {
+                "schema selection" => r#"{"tables": ["singer"]}"#.into(),
+                "SQL generation" if prompt.contains("## Selected schema") => {
+                    "<sql>SELECT count(*) FROM singer".into()
+                }
+                "SQL generation" => {
+                    "<sql>SELECT count(*) FROM singer WHERE Country = 'France'".into()
+                }
+                "SQL revision" => "<sql>SELECT count(*) FROM singer".into(),
+                _ => "none".into(),
+            }
+        })
+    }
+
+    #[test]
+    fn all_three_stages_run_and_are_traced() {
+        let dir = tempfile::tempdir().unwrap();
+        let answer = engine(model(), config(dir.path()))
+            .answer("How many singers do we have?", None)
+            .unwrap();
+        let trace = &answer.trace;
+        let understanding = trace.understanding.as_ref().expect("stage 1 ran");
+        assert_eq!(understanding.state.intent, "count_singers");
+        let verification = understanding.verification.as_ref().unwrap();
+        assert!(verification.dropped.iter().any(|c| c.claim == "planet"));
+        assert!(understanding
+            .links
+            .iter()
+            .any(|l| l.value.as_deref() == Some("France")));
+        assert!(understanding.notes.contains("singer.Country = 'France'"));
+        // Stage 2's prompts carry stage 1's notes.
+        let search_call = trace
+            .calls
+            .iter()
+            .find(|c| c.stage.starts_with("search"))
+            .unwrap();
+        assert!(search_call.prompt[1].content.contains("Stored values"));
+        assert!(trace.tree.len() > 1);
+        assert!(trace.calls.iter().any(|c| c.stage.starts_with("reward")));
+        assert!(trace
+            .calls
+            .iter()
+            .any(|c| c.stage.starts_with("discriminator")));
+        assert_eq!(trace.selection.len(), trace.candidates.len());
+        // Scores follow the weights.
+        for c in &trace.selection {
+            let expected = 0.4 * c.exec + 0.2 * c.disc.unwrap() + 0.4 * c.vote;
+            assert!((c.score - expected).abs() < 1e-12);
+        }
+        // The answer is a best-scoring candidate.
+        let best = trace.selection.iter().map(|c| c.score).fold(0.0, f64::max);
+        let chosen = trace
+            .selection
+            .iter()
+            .find(|c| Some(&c.sql) == answer.sql.as_ref())
+            .unwrap();
+        assert_eq!(chosen.score, best);
+        assert_eq!(answer.confidence, best);
+        assert_eq!(trace.cost.calls, trace.calls.len());
+    }
+
+    #[test]
+    fn ablations_switch_their_stage_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut iesr = config(dir.path());
+        iesr.understand = None;
+        iesr.select.discriminator = false;
+        iesr.select.weights = Weights {
+            exec: 1.0,
+            disc: 0.0,
+            vote: 0.0,
+        };
+        iesr.actions = iesr.actions.without(&["A2".to_string()]).unwrap();
+        let answer = engine(model(), iesr)
+            .answer("How many singers do we have?", None)
+            .unwrap();
+        let trace = &answer.trace;
+        assert!(trace.understanding.is_none());
+        assert!(!trace
+            .calls
+            .iter()
+            .any(|c| c.stage.starts_with("understanding")));
+        assert!(!trace
+            .calls
+            .iter()
+            .any(|c| c.stage.starts_with("discriminator")));
+        assert!(!trace.tree.iter().any(|n| n.action.as_deref() == Some("A2")));
+        assert!(trace
+            .selection
+            .iter()
+            .all(|c| c.disc.is_none() && c.score == c.exec));
+        // Without schema selection every first query counts French singers.
+        assert_eq!(answer.result.unwrap().rows[0][0].to_string(), "4");
+    }
+}

@@ -1,0 +1,218 @@
+//! Applying one reasoning action to a state: build the prompt from the
+//! question context and the steps taken so far, call a model, parse the
+//! output, and execute any query it wrote. Shared by the tree search and the
+//! discriminator, so both see states the same way.
+
+use crate::action::{Action, ActionSet, OutputKind, StepOutput, TerminalRule, SQL_SLOT};
+use crate::db::{Executor, QueryOutcome};
+use crate::error::Result;
+use crate::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
+use crate::prompts::{REASONING_SYSTEM, REASONING_USER};
+use crate::trace::CallRecord;
+use std::fmt::Write;
+
+/// What every prompt of one question starts with.
+#[derive(Debug, Clone)]
+pub struct QuestionContext {
+    pub schema: String,
+    pub question: String,
+    pub hint: Option<String>,
+    /// Stage 1's verified notes, empty when it did not run.
+    pub understanding: String,
+}
+
+/// One applied action.
+#[derive(Debug, Clone, Default)]
+pub struct Step {
+    /// Index into the action set; None for the root.
+    pub action: Option<usize>,
+    pub output: Option<StepOutput>,
+    pub execution: Option<QueryOutcome>,
+    /// The prompt that produced this step (reward samples reuse it).
+    pub prompt: Vec<ChatMessage>,
+}
+
+impl Step {
+    pub fn sql(&self) -> Option<&str> {
+        self.output.as_ref().and_then(|o| o.sql.as_deref())
+    }
+
+    /// The slot this step filled, if its output was usable.
+    fn filled_slot<'a>(&self, actions: &'a ActionSet) -> Option<&'a str> {
+        let action = actions.get(self.action?);
+        let output = self.output.as_ref()?;
+        let usable = action.output != OutputKind::Sql || output.sql.is_some();
+        usable.then_some(action.writes.as_str())
+    }
+}
+
+pub struct Reasoner<'a> {
+    pub actions: &'a ActionSet,
+    pub executor: &'a Executor,
+    pub context: &'a QuestionContext,
+}
+
+impl Reasoner<'_> {
+    /// Actions valid after `path` (the steps from the root, root excluded).
+    pub fn valid_actions(&self, path: &[&Step]) -> Vec<usize> {
+        let used: Vec<usize> = path.iter().filter_map(|s| s.action).collect();
+        let slots: Vec<&str> = path
+            .iter()
+            .filter_map(|s| s.filled_slot(self.actions))
+            .collect();
+        self.actions.valid_after(&used, &slots)
+    }
+
+    /// Whether a trajectory ends at this step by the action's own rule.
+    pub fn ends_trajectory(&self, step: &Step) -> bool {
+        let Some(action) = step.action.map(|a| self.actions.get(a)) else {
+            return false;
+        };
+        match (action.terminal, &step.execution) {
+            (Some(TerminalRule::Executes), Some(Ok(_))) => true,
+            (Some(TerminalRule::Rows), Some(Ok(result))) => result.total_rows > 0,
+            _ => false,
+        }
+    }
+
+    pub fn prompt(&self, path: &[&Step], action: &Action) -> Vec<ChatMessage> {
+        let hint = crate::prompts::hint_line(self.context.hint.as_deref());
+        let mut steps = String::new();
+        for step in path {
+            steps.push_str(&self.render_step(step));
+        }
+        vec![
+            ChatMessage::new("system", REASONING_SYSTEM.render(&[])),
+            ChatMessage::new(
+                "user",
+                REASONING_USER.render(&[
+                    ("schema", self.context.schema.as_str()),
+                    ("hint", hint.as_str()),
+                    ("question", self.context.question.as_str()),
+                    ("understanding", self.context.understanding.as_str()),
+                    ("steps", steps.as_str()),
+                    ("instruction", action.prompt.trim()),
+                ]),
+            ),
+        ]
+    }
+
+    fn render_step(&self, step: &Step) -> String {
+        let (Some(index), Some(output)) = (step.action, &step.output) else {
+            return String::new();
+        };
+        let action = self.actions.get(index);
+        let mut out = format!("\n## {}\n", action.title);
+        if action.output == OutputKind::Sql {
+            match (&output.sql, &step.execution) {
+                (Some(sql), Some(outcome)) => {
+                    let _ = writeln!(
+                        out,
+                        "```sql\n{sql}\n```\nExecution: {}",
+                        execution_note(outcome)
+                    );
+                }
+                _ => out.push_str("(no query was written)\n"),
+            }
+        } else {
+            out.push_str(&output.text);
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Applies `action` after `path` with `model`: one call of `n`
+    /// completions (the first becomes the step), each query executed.
+    pub fn apply(
+        &self,
+        model: &dyn LanguageModel,
+        path: &[&Step],
+        action_index: usize,
+        sampling: &Sampling,
+        stage: String,
+    ) -> Result<(Vec<Step>, CallRecord)> {
+        let action = self.actions.get(action_index);
+        let prompt = self.prompt(path, action);
+        let generation = model.generate(&Prompt::Chat(prompt.clone()), sampling)?;
+        let outputs: Vec<StepOutput> = generation
+            .completions
+            .iter()
+            .map(|c| action.parse(&c.text))
+            .collect();
+        let sqls: Vec<&str> = outputs.iter().filter_map(|o| o.sql.as_deref()).collect();
+        let mut executions = self.executor.query_many(&sqls).into_iter();
+        let steps = outputs
+            .into_iter()
+            .map(|output| Step {
+                action: Some(action_index),
+                execution: output.sql.as_ref().and_then(|_| executions.next()),
+                output: Some(output),
+                prompt: prompt.clone(),
+            })
+            .collect();
+        let record = CallRecord {
+            stage,
+            prompt,
+            temperature: sampling.temperature,
+            n: sampling.n,
+            seed: sampling.seed,
+            outputs: generation.completions.into_iter().map(|c| c.text).collect(),
+            usage: generation.usage,
+        };
+        Ok((steps, record))
+    }
+
+    /// The sampling an action's file asks for.
+    pub fn sampling(&self, action_index: usize, n: usize, seed: u64) -> Sampling {
+        let spec = &self.actions.get(action_index).sampling;
+        Sampling {
+            temperature: spec.temperature,
+            top_p: if spec.temperature > 0.0 { 0.95 } else { 1.0 },
+            max_tokens: spec.max_tokens,
+            stop: spec.stop.clone(),
+            seed,
+            n,
+            ..Sampling::default()
+        }
+    }
+
+    /// Whether `path` holds a query (the SQL slot is filled).
+    pub fn has_sql(&self, path: &[&Step]) -> bool {
+        path.iter()
+            .any(|s| s.filled_slot(self.actions) == Some(SQL_SLOT))
+    }
+}
+
+/// An execution outcome as one line for the next prompt.
+pub fn execution_note(outcome: &QueryOutcome) -> String {
+    match outcome {
+        Err(e) => format!("error: {e}"),
+        Ok(result) if result.total_rows == 0 => "no rows".to_string(),
+        Ok(result) => {
+            let mut note = format!(
+                "{} row{}; columns {}",
+                result.total_rows,
+                if result.total_rows == 1 { "" } else { "s" },
+                result.columns.join(", ")
+            );
+            let rows: Vec<String> = result
+                .rows
+                .iter()
+                .take(3)
+                .map(|row| {
+                    let cells: Vec<String> = row.iter().map(|v| v.to_string()).collect();
+                    format!("({})", cells.join(", "))
+                })
+                .collect();
+            let _ = write!(note, "; first rows: {}", rows.join(" "));
+            truncate_chars(&note, 300)
+        }
+    }
+}
+
+fn truncate_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}...", &text[..i]),
+        None => text.to_string(),
+    }
+}

@@ -1,0 +1,271 @@
+//! Stage 3: choosing among the search's terminal trajectories. A
+//! discriminator model re-derives each candidate from a random earlier
+//! step; the score mixes execution, that agreement and the vote of all
+//! candidates: Score = a*Exec + b*DiscConf + g*ConsVote.
+
+use crate::action::OutputKind;
+use crate::error::Result;
+use crate::llm::{LanguageModel, Sampling};
+use crate::search::mcts::{node_seed, NodeState, Search};
+use crate::search::reasoner::{Reasoner, Step};
+use crate::search::tree::{NodeId, Tree};
+use crate::trace::CallRecord;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// The (alpha, beta, gamma) of the score.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Weights {
+    pub exec: f64,
+    pub disc: f64,
+    pub vote: f64,
+}
+
+impl Default for Weights {
+    fn default() -> Self {
+        Weights {
+            exec: 0.4,
+            disc: 0.2,
+            vote: 0.4,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SelectConfig {
+    pub weights: Weights,
+    /// Run the discriminator check (DiscConf is 0 for everyone without it).
+    pub discriminator: bool,
+    pub seed: u64,
+}
+
+impl Default for SelectConfig {
+    fn default() -> Self {
+        SelectConfig {
+            weights: Weights::default(),
+            discriminator: true,
+            seed: 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ScoredCandidate {
+    /// The tree node the trajectory ends at.
+    pub node: NodeId,
+    pub sql: String,
+    pub exec: f64,
+    /// The discriminator's agreement; None when it did not run.
+    pub disc: Option<f64>,
+    pub vote: f64,
+    pub score: f64,
+    /// Steps the discriminator was given before completing.
+    pub cut_after: Option<usize>,
+    /// The query the discriminator's completion wrote.
+    pub disc_sql: Option<String>,
+}
+
+pub struct Selection {
+    pub candidates: Vec<ScoredCandidate>,
+    pub winner: Option<usize>,
+    pub calls: Vec<CallRecord>,
+}
+
+/// Terminal nodes holding a query; when no trajectory finished with one,
+/// every node that wrote a query, so that a failing answer can still be shown.
+pub fn candidate_nodes(tree: &Tree<NodeState>) -> Vec<NodeId> {
+    let terminal: Vec<NodeId> = tree
+        .nodes()
+        .filter(|(id, n)| n.terminal && Search::query_source(tree, *id).is_some())
+        .map(|(id, _)| id)
+        .collect();
+    if !terminal.is_empty() {
+        return terminal;
+    }
+    tree.nodes()
+        .filter(|(_, n)| n.payload.step.sql().is_some())
+        .map(|(id, _)| id)
+        .collect()
+}
+
+pub fn select(
+    tree: &Tree<NodeState>,
+    reasoner: &Reasoner<'_>,
+    discriminator: &dyn LanguageModel,
+    config: &SelectConfig,
+) -> Result<Selection> {
+    let nodes = candidate_nodes(tree);
+    let sources: Vec<&Step> = nodes
+        .iter()
+        .map(|&n| {
+            let source = Search::query_source(tree, n).expect("candidates hold a query");
+            &tree.node(source).payload.step
+        })
+        .collect();
+    let keys: Vec<Option<u128>> = sources
+        .iter()
+        .map(|s| match &s.execution {
+            Some(Ok(result)) => Some(result.digest.set_key()),
+            _ => None,
+        })
+        .collect();
+    let mut groups: HashMap<u128, usize> = HashMap::new();
+    for key in keys.iter().flatten() {
+        *groups.entry(*key).or_default() += 1;
+    }
+
+    let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+    let mut calls = Vec::new();
+    // Completions are greedy, so equal cuts give equal answers: run each once.
+    let mut completions: HashMap<(NodeId, usize), Completion> = HashMap::new();
+    let mut candidates = Vec::with_capacity(nodes.len());
+    for (i, &node) in nodes.iter().enumerate() {
+        let exec = if keys[i].is_some() { 1.0 } else { 0.0 };
+        let vote = keys[i].map_or(0.0, |k| groups[&k] as f64 / nodes.len() as f64);
+        let (disc, cut_after, disc_sql) = match (config.discriminator, keys[i]) {
+            (false, _) => (None, None, None),
+            (true, None) => (Some(0.0), None, None),
+            (true, Some(key)) => {
+                let cut = plan_cut(tree, node, reasoner, &mut rng);
+                match cut.action {
+                    None => (Some(0.0), Some(cut.keep), None),
+                    Some(action) => {
+                        let completion = match completions.get(&(cut.ancestor, action)) {
+                            Some(done) => done.clone(),
+                            None => {
+                                let (done, record) = complete(
+                                    tree,
+                                    &cut,
+                                    action,
+                                    reasoner,
+                                    discriminator,
+                                    config.seed,
+                                )?;
+                                calls.push(record);
+                                completions.insert((cut.ancestor, action), done.clone());
+                                done
+                            }
+                        };
+                        let agreement = if completion.result == Some(key) {
+                            1.0
+                        } else {
+                            0.0
+                        };
+                        (Some(agreement), Some(cut.keep), completion.sql)
+                    }
+                }
+            }
+        };
+        let w = config.weights;
+        let score = w.exec * exec + w.disc * disc.unwrap_or(0.0) + w.vote * vote;
+        candidates.push(ScoredCandidate {
+            node,
+            sql: sources[i].sql().unwrap_or_default().to_string(),
+            exec,
+            disc,
+            vote,
+            score,
+            cut_after,
+            disc_sql,
+        });
+    }
+    let winner = (0..candidates.len()).max_by(|&a, &b| {
+        let rank = |i: usize| {
+            let non_empty = matches!(&sources[i].execution, Some(Ok(r)) if r.total_rows > 0);
+            let reward = tree.node(candidates[i].node).reward.unwrap_or(0.0);
+            (candidates[i].score, non_empty, reward)
+        };
+        let (sa, ea, ra) = rank(a);
+        let (sb, eb, rb) = rank(b);
+        sa.total_cmp(&sb)
+            .then(ea.cmp(&eb))
+            .then(ra.total_cmp(&rb))
+            // Earlier candidates win remaining ties.
+            .then(b.cmp(&a))
+    });
+    Ok(Selection {
+        candidates,
+        winner,
+        calls,
+    })
+}
+
+#[derive(Clone)]
+struct Completion {
+    result: Option<u128>,
+    sql: Option<String>,
+}
+
+/// Where a trajectory is cut: the first `keep` steps are kept (fewer than
+/// all), ending at `ancestor`; `action` is the trajectory's next
+/// query-writing action valid there.
+struct Cut {
+    keep: usize,
+    ancestor: NodeId,
+    action: Option<usize>,
+}
+
+fn plan_cut(
+    tree: &Tree<NodeState>,
+    node: NodeId,
+    reasoner: &Reasoner<'_>,
+    rng: &mut ChaCha8Rng,
+) -> Cut {
+    let path = tree.path(node);
+    let depth = path.len() - 1;
+    let keep = rng.random_range(0..depth.max(1));
+    let prefix = steps(tree, &path[1..=keep]);
+    let valid = reasoner.valid_actions(&prefix);
+    let is_sql = |a: usize| reasoner.actions.get(a).output == OutputKind::Sql;
+    let action = path[keep + 1..]
+        .iter()
+        .filter_map(|&id| tree.node(id).action)
+        .find(|&a| is_sql(a) && valid.contains(&a))
+        .or_else(|| valid.iter().copied().find(|&a| is_sql(a)));
+    Cut {
+        keep,
+        ancestor: path[keep],
+        action,
+    }
+}
+
+fn steps<'t>(tree: &'t Tree<NodeState>, ids: &[NodeId]) -> Vec<&'t Step> {
+    ids.iter().map(|&id| &tree.node(id).payload.step).collect()
+}
+
+/// The discriminator writes the query from the cut, greedily.
+fn complete(
+    tree: &Tree<NodeState>,
+    cut: &Cut,
+    action: usize,
+    reasoner: &Reasoner<'_>,
+    model: &dyn LanguageModel,
+    seed: u64,
+) -> Result<(Completion, CallRecord)> {
+    let path = tree.path(cut.ancestor);
+    let prefix = steps(tree, &path[1..]);
+    let sampling = Sampling {
+        temperature: 0.0,
+        top_p: 1.0,
+        ..reasoner.sampling(action, 1, node_seed(seed, cut.ancestor, 2))
+    };
+    let (found, record) = reasoner.apply(
+        model,
+        &prefix,
+        action,
+        &sampling,
+        format!("discriminator from node {}", cut.ancestor),
+    )?;
+    let step = &found[0];
+    let result = match &step.execution {
+        Some(Ok(r)) => Some(r.digest.set_key()),
+        _ => None,
+    };
+    let completion = Completion {
+        result,
+        sql: step.sql().map(String::from),
+    };
+    Ok((completion, record))
+}

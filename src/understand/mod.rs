@@ -1,0 +1,256 @@
+//! Stage 1: understanding the question before the search: a semantic state
+//! from one model call, checked against a rule base and the schema, and
+//! schema linking that finds the columns and stored values the question
+//! refers to and compresses the schema around them.
+
+pub mod compress;
+pub mod linking;
+pub mod literal;
+pub mod rules;
+pub mod state;
+pub mod text;
+pub mod verify;
+
+use crate::db::{render_schema, Schema};
+use crate::error::Result;
+use crate::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
+use crate::prompts::{REASONING_SYSTEM, REASONING_USER, UNDERSTANDING};
+use crate::trace::CallRecord;
+use linking::{LinkMatch, ValueIndex};
+use rules::RuleBase;
+use serde::Serialize;
+use state::{parse_semantic_state, SemanticState};
+use std::fmt::Write;
+use verify::{Checked, Thresholds, Verified};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct UnderstandConfig {
+    /// Check the semantic state against the schema and rule base.
+    pub verification: bool,
+    /// Show later stages only the relevant tables.
+    pub compression: bool,
+    pub thresholds: Thresholds,
+    /// Least trigram similarity for a linked value or column name.
+    pub link_similarity: f64,
+    pub max_tokens: usize,
+}
+
+impl Default for UnderstandConfig {
+    fn default() -> Self {
+        UnderstandConfig {
+            verification: true,
+            compression: true,
+            thresholds: Thresholds::default(),
+            link_similarity: 0.6,
+            max_tokens: 320,
+        }
+    }
+}
+
+/// What stage 1 hands to the search.
+#[derive(Debug, Clone)]
+pub struct Understanding {
+    /// The (possibly compressed) schema as prompts show it.
+    pub schema_text: String,
+    /// Checked notes for every later prompt; empty when there are none.
+    pub notes: String,
+}
+
+/// Stage 1 as recorded in the trace.
+#[derive(Debug, Clone, Serialize)]
+pub struct UnderstandingRecord {
+    pub state: SemanticState,
+    pub parse_error: Option<String>,
+    pub verification: Option<Verified>,
+    pub links: Vec<LinkMatch>,
+    /// The tables kept by compression; None when the full schema was used.
+    pub kept_tables: Option<Vec<String>>,
+    pub notes: String,
+}
+
+pub struct Inputs<'a> {
+    pub schema: &'a Schema,
+    pub index: &'a ValueIndex,
+    pub rules: &'a RuleBase,
+    pub question: &'a str,
+    pub hint: Option<&'a str>,
+    pub schema_chars: usize,
+}
+
+pub fn understand(
+    model: &dyn LanguageModel,
+    inputs: &Inputs<'_>,
+    config: &UnderstandConfig,
+    seed: u64,
+) -> Result<(Understanding, UnderstandingRecord, CallRecord)> {
+    let full_schema = render_schema(inputs.schema, inputs.schema_chars);
+    let hint = crate::prompts::hint_line(inputs.hint);
+    let instruction = UNDERSTANDING.render(&[]);
+    let prompt = vec![
+        ChatMessage::new("system", REASONING_SYSTEM.render(&[])),
+        ChatMessage::new(
+            "user",
+            REASONING_USER.render(&[
+                ("schema", full_schema.as_str()),
+                ("hint", hint.as_str()),
+                ("question", inputs.question),
+                ("understanding", ""),
+                ("steps", ""),
+                ("instruction", instruction.as_str()),
+            ]),
+        ),
+    ];
+    let sampling = Sampling {
+        max_tokens: config.max_tokens,
+        seed,
+        ..Sampling::default()
+    };
+    let generation = model.generate(&Prompt::Chat(prompt.clone()), &sampling)?;
+    let output = generation
+        .completions
+        .first()
+        .map(|c| c.text.clone())
+        .unwrap_or_default();
+    let (state, parse_error) = parse_semantic_state(&output);
+    let call = CallRecord {
+        stage: "understanding".into(),
+        prompt,
+        temperature: sampling.temperature,
+        n: 1,
+        seed,
+        outputs: vec![output],
+        usage: generation.usage,
+    };
+
+    let question_text = format!("{} {}", inputs.question, inputs.hint.unwrap_or_default());
+    let mut link_text = question_text.clone();
+    for entity in &state.entities {
+        link_text.push_str(" \"");
+        link_text.push_str(entity);
+        link_text.push('"');
+    }
+    let links: Vec<LinkMatch> = inputs
+        .index
+        .lookup(&link_text, config.link_similarity)
+        .into_iter()
+        .take(12)
+        .collect();
+    let verified = if config.verification {
+        verify::verify(
+            &state,
+            inputs.schema,
+            &question_text,
+            inputs.rules,
+            config.thresholds,
+        )
+    } else {
+        unverified(&state)
+    };
+    let compressed = if config.compression {
+        compress::compress(inputs.schema, &question_text, &verified, &links)
+    } else {
+        None
+    };
+    let schema_text = match &compressed {
+        Some((schema, _)) => render_schema(schema, inputs.schema_chars),
+        None => full_schema,
+    };
+    let notes = render_notes(&verified, &links);
+    let understanding = Understanding {
+        schema_text,
+        notes: notes.clone(),
+    };
+    let record = UnderstandingRecord {
+        state,
+        parse_error,
+        verification: config.verification.then_some(verified),
+        links,
+        kept_tables: compressed.map(|(_, names)| names),
+        notes,
+    };
+    Ok((understanding, record, call))
+}
+
+/// Without verification every claim is kept as the model wrote it.
+fn unverified(state: &SemanticState) -> Verified {
+    let claim = |kind: &'static str, text: String| Checked {
+        kind,
+        resolved: Some(text.clone()),
+        claim: text,
+        score: 1.0,
+    };
+    let mut kept = Vec::new();
+    kept.extend(state.tables.iter().map(|t| claim("table", t.clone())));
+    kept.extend(state.columns.iter().map(|c| claim("column", c.clone())));
+    kept.extend(state.keys.iter().map(|k| claim("key", k.clone())));
+    kept.extend(state.units.iter().map(|u| {
+        let formula = u.formula.as_deref().unwrap_or("?");
+        claim("conversion", format!("{} to {}: {formula}", u.from, u.to))
+    }));
+    kept.extend(
+        state
+            .relations
+            .iter()
+            .map(|r| claim("relation", r.object.clone())),
+    );
+    Verified {
+        kept,
+        dropped: Vec::new(),
+    }
+}
+
+/// The notes every later prompt carries: what stage 1 found and kept.
+fn render_notes(verified: &Verified, links: &[LinkMatch]) -> String {
+    let mut lines = Vec::new();
+    let list = |kind: &str| -> Vec<String> {
+        let mut items: Vec<String> = verified
+            .kept_of(kind)
+            .filter_map(|c| c.resolved.clone())
+            .collect();
+        items.sort();
+        items.dedup();
+        items
+    };
+    let mut columns = list("column");
+    columns.extend(list("relation").into_iter().filter(|r| !r.contains(':')));
+    columns.sort();
+    columns.dedup();
+    if !columns.is_empty() {
+        lines.push(format!("- Columns: {}", columns.join(", ")));
+    }
+    let keys = list("key");
+    if !keys.is_empty() {
+        lines.push(format!("- Join keys: {}", keys.join(", ")));
+    }
+    let values: Vec<String> = links
+        .iter()
+        .filter_map(|l| {
+            l.value
+                .as_ref()
+                .map(|v| format!("{}.{} = '{}'", l.table, l.column, v.replace('\'', "''")))
+        })
+        .take(6)
+        .collect();
+    if !values.is_empty() {
+        lines.push(format!("- Stored values: {}", values.join(", ")));
+    }
+    let conversions = list("conversion");
+    if !conversions.is_empty() {
+        lines.push(format!("- Unit conversions: {}", conversions.join("; ")));
+    }
+    let formulas: Vec<String> = list("relation")
+        .into_iter()
+        .filter(|r| r.contains(':'))
+        .collect();
+    if !formulas.is_empty() {
+        lines.push(format!("- Formulas: {}", formulas.join("; ")));
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nNotes checked against the database:\n");
+    for line in lines {
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
