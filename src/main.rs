@@ -8,9 +8,10 @@ use iesr::action::ActionSet;
 use iesr::db::{render_schema, ExecConfig, Executor, IntrospectOptions, Schema, Semantics};
 use iesr::eval::bench::BenchConfig;
 use iesr::eval::{self, DatasetKind, EvalOptions, Filters, LoadedDataset, Predictions, Split};
-use iesr::llm::card::{builtin_cards, find_card, DEFAULT_MODEL};
+use iesr::llm::card::{builtin_cards, find_card, ModelCard, DEFAULT_MODEL};
 use iesr::llm::load_local;
 use iesr::llm::openai::OpenAiModel;
+use iesr::llm::pull::PullProgress;
 use iesr::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
 use iesr::search::mcts::{MctsConfig, RolloutProgress};
 use iesr::search::{Engine, IesrConfig, Method, SearchConfig};
@@ -18,6 +19,7 @@ use iesr::select::{SelectConfig, Weights};
 use iesr::understand::rules::RuleBase;
 use iesr::understand::UnderstandConfig;
 use iesr::{Error, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::HashSet;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -454,13 +456,55 @@ fn open_model(args: &ModelArgs) -> Result<Arc<dyn LanguageModel>> {
     if let Ok(card) = find_card(&args.model) {
         if !card.cached_path().is_file() {
             eprintln!("{} is not in the model cache yet; pulling it", card.name);
-            iesr::llm::pull::pull(&card, &mut |line| eprintln!("{line}"))?;
+            pull_with_progress(&card)?;
         }
     }
     Ok(Arc::new(load_local(
         &args.model,
         &iesr::llm::device(&args.device)?,
     )?))
+}
+
+/// Pulls a model with a progress bar on a terminal, a line per chunk
+/// elsewhere.
+fn pull_with_progress(card: &ModelCard) -> Result<PathBuf> {
+    let terminal = std::io::stderr().is_terminal();
+    let bar = ProgressBar::new(card.size);
+    if terminal {
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{msg} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+            )
+            .expect("the template is valid")
+            .progress_chars("=> "),
+        );
+    } else {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    let path = iesr::llm::pull::pull(card, &mut |event| match event {
+        PullProgress::Cached(path) => eprintln!("{} is already at {}", card.name, path.display()),
+        PullProgress::Fetching {
+            chunk,
+            chunks,
+            bytes,
+            ..
+        } => {
+            bar.set_message(format!("{} chunk {chunk}/{chunks}", card.name));
+            bar.set_position(bytes);
+            if !terminal {
+                eprintln!(
+                    "{}: chunk {chunk}/{chunks}, {bytes} bytes so far",
+                    card.name
+                );
+            }
+        }
+        PullProgress::Stored(path) => {
+            bar.finish_and_clear();
+            eprintln!("{} verified and stored at {}", card.name, path.display());
+        }
+    });
+    bar.finish_and_clear();
+    path
 }
 
 fn search(args: SearchArgs) -> Result<()> {
@@ -570,7 +614,7 @@ fn run(command: Command) -> Result<()> {
         Command::Model { action } => match action {
             ModelAction::Pull { name, verify } => {
                 let card = find_card(&name)?;
-                let path = iesr::llm::pull::pull(&card, &mut |line| eprintln!("{line}"))?;
+                let path = pull_with_progress(&card)?;
                 if verify {
                     iesr::llm::pull::verify(&card, &path)?;
                     eprintln!("sha256 verified");

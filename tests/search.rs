@@ -88,3 +88,69 @@ fn search_on_a_missing_database_is_one_line() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("/no/such.sqlite"));
 }
+
+#[test]
+fn tree_search_with_two_rollouts_answers_and_traces_all_three_stages() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.json");
+    let db = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/datasets/spider/database/concert_singer/concert_singer.sqlite");
+    let output = Command::cargo_bin("iesr")
+        .unwrap()
+        .env("IESR_HOME", dir.path())
+        .args([
+            "search",
+            "--method",
+            "iesr",
+            "--rollouts",
+            "2",
+            "--explain",
+            "--model",
+        ])
+        .arg(model_path())
+        .arg("--db")
+        .arg(db)
+        .arg("--trace")
+        .arg(&trace)
+        .arg("How many singers do we have?")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(stdout.contains("search tree:"), "{stdout}");
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(trace).unwrap()).unwrap();
+    // Stage 1: the semantic-state call and its record.
+    assert_eq!(trace["calls"][0]["stage"], "understanding");
+    assert!(trace["understanding"]["state"].is_object());
+    // Stage 2: a tree whose root saw both rollouts.
+    assert_eq!(trace["tree"][0]["visits"], 2);
+    let stages: Vec<&str> = trace["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["stage"].as_str().unwrap())
+        .collect();
+    assert!(
+        stages.iter().any(|s| s.starts_with("search A")),
+        "{stages:?}"
+    );
+    // Stage 3: every candidate scored; the answer is one of them and executes.
+    let selection = trace["selection"].as_array().unwrap();
+    assert!(!selection.is_empty());
+    let answer = trace["answer"].as_str().expect("an answer");
+    assert!(selection.iter().any(|c| c["sql"] == answer));
+    let candidate = trace["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["sql"] == answer)
+        .unwrap();
+    assert_eq!(candidate["execution"]["status"], "ok", "{candidate}");
+    // The linking index went to the cache folder, not beside the database.
+    assert!(dir.path().join("index").read_dir().unwrap().count() == 1);
+}

