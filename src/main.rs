@@ -265,6 +265,9 @@ struct TreeSearchArgs {
     /// Show the search the full schema.
     #[arg(long)]
     no_compression: bool,
+    /// Link schema without the sentence-embedding ranking of columns.
+    #[arg(long)]
+    no_embedding: bool,
     /// Leave an action out of the search (repeatable; A1-A4 or A6).
     #[arg(long, value_name = "ACTION")]
     disable_action: Vec<String>,
@@ -336,6 +339,7 @@ impl TreeSearchArgs {
         let understand = (!self.no_understanding).then(|| UnderstandConfig {
             verification: !self.no_verification,
             compression: !self.no_compression,
+            embedding: !self.no_embedding,
             ..UnderstandConfig::default()
         });
         Ok(IesrConfig {

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod card;
 pub mod chat;
 pub mod cpu;
+pub mod embed;
 pub mod gguf;
 pub mod hub;
 pub mod kv;

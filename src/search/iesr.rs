@@ -6,8 +6,10 @@ use super::reasoner::{QuestionContext, Reasoner};
 use super::tree::Tree;
 use super::{Answer, Engine};
 use crate::error::Result;
+use crate::llm::embed;
 use crate::select::{self, SelectConfig};
 use crate::trace::{CandidateRecord, Execution, Trace, TreeNodeRecord};
+use crate::understand::embedding::ColumnEmbeddings;
 use crate::understand::linking::ValueIndex;
 use crate::understand::{self, Inputs};
 
@@ -32,9 +34,15 @@ impl Engine {
                     &self.schema,
                     &config.index_dir,
                 )?;
+                let embeddings = if understand_config.embedding {
+                    self.column_embeddings()
+                } else {
+                    Err("switched off".to_string())
+                };
                 let inputs = Inputs {
                     schema: &self.schema,
                     index: &index,
+                    embeddings,
                     rules: &config.rules,
                     question,
                     hint,
@@ -132,6 +140,21 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// The database's columns embedded by the default sentence encoder,
+    /// pulled on first use. Failing that, the reason, and stage 1 goes on
+    /// without the embedding ranking.
+    fn column_embeddings(&self) -> std::result::Result<&ColumnEmbeddings, String> {
+        let built = self.column_embeddings.get_or_init(|| {
+            let dir = embed::pull_default().map_err(|e| e.to_string())?;
+            let encoder = embed::SentenceEncoder::load(&dir, &candle_core::Device::Cpu)
+                .map_err(|e| e.to_string())?;
+            ColumnEmbeddings::build(encoder, &self.schema).map_err(|e| e.to_string())
+        });
+        built.as_ref().map_err(Clone::clone)
+    }
+}
+
 fn tree_records(tree: &Tree<NodeState>, actions: &crate::action::ActionSet) -> Vec<TreeNodeRecord> {
     tree.nodes()
         .map(|(id, node)| {
@@ -174,10 +197,13 @@ mod tests {
     }
 
     fn config(index_dir: &std::path::Path) -> IesrConfig {
-        IesrConfig {
+        let mut config = IesrConfig {
             index_dir: index_dir.to_path_buf(),
             ..IesrConfig::default()
-        }
+        };
+        // The sentence encoder is a real model: its test is in tests/.
+        config.understand.as_mut().unwrap().embedding = false;
+        config
     }
 
     /// Understanding names the singer table; SQL generation counts singers

@@ -15,6 +15,7 @@ use crate::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
 use crate::prompts::{SQL_GENERATION_SYSTEM, SQL_GENERATION_USER};
 use crate::select::SelectConfig;
 use crate::trace::{CallRecord, CandidateRecord, Execution, Trace};
+use crate::understand::embedding::ColumnEmbeddings;
 use crate::understand::rules::RuleBase;
 use crate::understand::UnderstandConfig;
 use extract::extract_sql;
@@ -22,7 +23,7 @@ use mcts::{MctsConfig, RolloutProgress};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 /// How candidates are produced and chosen.
@@ -114,6 +115,9 @@ pub struct Engine {
     schema: Schema,
     schema_text: String,
     config: SearchConfig,
+    /// Stage 1's embedded columns, made on first use; the error says why
+    /// they could not be.
+    column_embeddings: OnceLock<std::result::Result<ColumnEmbeddings, String>>,
 }
 
 impl Engine {
@@ -128,6 +132,7 @@ impl Engine {
             schema,
             schema_text,
             config,
+            column_embeddings: OnceLock::new(),
         })
     }
 

@@ -11,11 +11,13 @@ use std::collections::BTreeSet;
 
 /// The compressed schema and the kept table names, or None when nothing
 /// was found relevant or everything is (then the full schema is used).
+/// `also` names more tables to keep (from the embedding ranking).
 pub fn compress(
     schema: &Schema,
     question: &str,
     verified: &Verified,
     links: &[LinkMatch],
+    also: &[String],
 ) -> Option<(Schema, Vec<String>)> {
     let mut kept: BTreeSet<String> = BTreeSet::new();
     let canonical = |name: &str| schema.table(name).map(|t| t.name.clone());
@@ -29,8 +31,8 @@ pub fn compress(
             kept.extend(table.and_then(canonical));
         }
     }
-    for link in links {
-        kept.extend(canonical(&link.table));
+    for table in links.iter().map(|l| &l.table).chain(also) {
+        kept.extend(canonical(table));
     }
     kept.extend(named_tables(schema, question));
     if kept.is_empty() {
@@ -119,6 +121,7 @@ mod tests {
             "Which singers performed at the concert named Auditions?",
             &Verified::default(),
             &[],
+            &[],
         )
         .unwrap();
         assert_eq!(names, ["singer", "concert", "singer_in_concert"]);
@@ -127,6 +130,13 @@ mod tests {
 
     #[test]
     fn nothing_relevant_means_no_compression() {
-        assert!(compress(&schema(), "How many are there?", &Verified::default(), &[]).is_none());
+        assert!(compress(
+            &schema(),
+            "How many are there?",
+            &Verified::default(),
+            &[],
+            &[]
+        )
+        .is_none());
     }
 }

@@ -4,6 +4,7 @@
 //! refers to and compresses the schema around them.
 
 pub mod compress;
+pub mod embedding;
 pub mod linking;
 pub mod literal;
 pub mod rules;
@@ -16,6 +17,7 @@ use crate::error::Result;
 use crate::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
 use crate::prompts::{REASONING_SYSTEM, REASONING_USER, UNDERSTANDING};
 use crate::trace::CallRecord;
+use embedding::{ColumnEmbeddings, ColumnScore};
 use linking::{LinkMatch, ValueIndex};
 use rules::RuleBase;
 use serde::Serialize;
@@ -32,6 +34,11 @@ pub struct UnderstandConfig {
     pub thresholds: Thresholds,
     /// Least trigram similarity for a linked value or column name.
     pub link_similarity: f64,
+    /// Rank columns by sentence-embedding similarity (all-MiniLM-L6-v2).
+    pub embedding: bool,
+    /// Columns kept from the embedding ranking, and their least similarity.
+    pub embedding_top: usize,
+    pub embedding_min: f32,
     pub max_tokens: usize,
 }
 
@@ -42,6 +49,9 @@ impl Default for UnderstandConfig {
             compression: true,
             thresholds: Thresholds::default(),
             link_similarity: 0.6,
+            embedding: true,
+            embedding_top: 5,
+            embedding_min: 0.35,
             max_tokens: 320,
         }
     }
@@ -63,6 +73,11 @@ pub struct UnderstandingRecord {
     pub parse_error: Option<String>,
     pub verification: Option<Verified>,
     pub links: Vec<LinkMatch>,
+    /// Columns ranked by embedding similarity to the question.
+    pub ranked_columns: Vec<ColumnScore>,
+    /// Why the embedding ranking did not run, when it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedding_error: Option<String>,
     /// The tables kept by compression; None when the full schema was used.
     pub kept_tables: Option<Vec<String>>,
     pub notes: String,
@@ -71,6 +86,8 @@ pub struct UnderstandingRecord {
 pub struct Inputs<'a> {
     pub schema: &'a Schema,
     pub index: &'a ValueIndex,
+    /// The database's embedded columns, or why they are unavailable.
+    pub embeddings: std::result::Result<&'a ColumnEmbeddings, String>,
     pub rules: &'a RuleBase,
     pub question: &'a str,
     pub hint: Option<&'a str>,
@@ -135,6 +152,15 @@ pub fn understand(
         .into_iter()
         .take(12)
         .collect();
+    let (ranked_columns, embedding_error) = match &inputs.embeddings {
+        Ok(embeddings) => {
+            match embeddings.rank(&link_text, config.embedding_top, config.embedding_min) {
+                Ok(ranked) => (ranked, None),
+                Err(e) => (Vec::new(), Some(e.to_string())),
+            }
+        }
+        Err(reason) => (Vec::new(), Some(reason.clone())),
+    };
     let verified = if config.verification {
         verify::verify(
             &state,
@@ -147,7 +173,14 @@ pub fn understand(
         unverified(&state)
     };
     let compressed = if config.compression {
-        compress::compress(inputs.schema, &question_text, &verified, &links)
+        let ranked_tables: Vec<String> = ranked_columns.iter().map(|c| c.table.clone()).collect();
+        compress::compress(
+            inputs.schema,
+            &question_text,
+            &verified,
+            &links,
+            &ranked_tables,
+        )
     } else {
         None
     };
@@ -165,6 +198,8 @@ pub fn understand(
         parse_error,
         verification: config.verification.then_some(verified),
         links,
+        ranked_columns,
+        embedding_error,
         kept_tables: compressed.map(|(_, names)| names),
         notes,
     };
