@@ -15,6 +15,7 @@ pub mod action;
 pub mod db;
 pub mod error;
 pub mod eval;
+mod files;
 pub mod llm;
 pub mod prompts;
 pub mod search;

@@ -6,7 +6,7 @@ use super::card::ModelCard;
 use crate::error::{Error, Result};
 use sha2::{Digest, Sha256};
 use std::fs::File;
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -87,16 +87,8 @@ pub fn pull(card: &ModelCard, report: &mut dyn FnMut(PullProgress)) -> Result<Pa
 
 /// Rehashes a cached file; a mismatch deletes it.
 pub fn verify(card: &ModelCard, path: &Path) -> Result<()> {
-    let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buffer).map_err(|e| Error::io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buffer[..n]);
-    }
+    crate::files::for_each_chunk(path, |bytes| hasher.update(bytes))?;
     let actual = hex(&hasher.finalize());
     if actual != card.sha256 {
         let _ = std::fs::remove_file(path);

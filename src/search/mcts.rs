@@ -260,10 +260,7 @@ pub(crate) mod tests {
     use crate::llm::scripted::ScriptedModel;
     use crate::search::reasoner::QuestionContext;
 
-    pub fn concert_singer() -> std::path::PathBuf {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("datasets/concert_singer/concert_singer.sqlite")
-    }
+    pub use crate::understand::demo::database as concert_singer;
 
     /// The name of the step a prompt asks for ("SQL generation", ...).
     pub fn step_of(prompt: &str) -> &str {

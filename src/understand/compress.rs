@@ -106,11 +106,7 @@ fn named_tables(schema: &Schema, question: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn schema() -> Schema {
-        let db = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("datasets/concert_singer/concert_singer.sqlite");
-        Schema::load(&db, &Default::default()).unwrap()
-    }
+    use crate::understand::demo::schema;
 
     #[test]
     fn keeps_named_tables_and_the_tables_that_join_them() {

@@ -10,7 +10,6 @@ use crate::db::schema::{quote_identifier, Schema};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
@@ -232,16 +231,8 @@ fn collect_entries(db: &Path, schema: &Schema) -> Result<Vec<Entry>> {
 }
 
 fn file_hash(path: &Path) -> Result<u128> {
-    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let mut hasher = Xxh3::new();
-    let mut buffer = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buffer).map_err(|e| Error::io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buffer[..n]);
-    }
+    crate::files::for_each_chunk(path, |bytes| hasher.update(bytes))?;
     Ok(hasher.digest128())
 }
 
@@ -313,9 +304,8 @@ mod tests {
 
     #[test]
     fn the_index_is_cached_by_file_hash_outside_the_database_folder() {
-        let db = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("datasets/concert_singer/concert_singer.sqlite");
-        let schema = Schema::load(&db, &Default::default()).unwrap();
+        let db = crate::understand::demo::database();
+        let schema = crate::understand::demo::schema();
         let cache = tempfile::tempdir().unwrap();
         let built = ValueIndex::for_database(&db, &schema, cache.path()).unwrap();
         let files: Vec<_> = std::fs::read_dir(cache.path()).unwrap().collect();

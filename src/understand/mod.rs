@@ -12,6 +12,19 @@ pub mod state;
 pub mod text;
 pub mod verify;
 
+/// The demo database the crate ships, for unit tests.
+#[cfg(test)]
+pub(crate) mod demo {
+    pub fn database() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("datasets/concert_singer/concert_singer.sqlite")
+    }
+
+    pub fn schema() -> crate::db::Schema {
+        crate::db::Schema::load(&database(), &Default::default()).unwrap()
+    }
+}
+
 use crate::db::{render_schema, Schema};
 use crate::error::Result;
 use crate::llm::{ChatMessage, LanguageModel, Prompt, Sampling};

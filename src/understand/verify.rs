@@ -217,11 +217,7 @@ mod tests {
     use super::*;
     use crate::understand::state::{Conversion, Quantity, Relation};
 
-    fn schema() -> Schema {
-        let db = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("datasets/concert_singer/concert_singer.sqlite");
-        Schema::load(&db, &Default::default()).unwrap()
-    }
+    use crate::understand::demo::schema;
 
     #[test]
     fn keeps_what_the_schema_and_rules_support_and_drops_the_rest() {
