@@ -164,6 +164,10 @@ impl Action {
         }
     }
 
+    fn weight_positive(&self) -> bool {
+        self.rollout_weight > 0.0
+    }
+
     fn check(&self, source: &str) -> Result<()> {
         let problem = if self.output == OutputKind::Sql && self.writes != SQL_SLOT {
             Some(format!("an sql action must write the `{SQL_SLOT}` slot"))
@@ -294,12 +298,6 @@ impl ActionSet {
         (0..self.actions.len())
             .filter(|&i| self.actions[i].valid_after(i, used, slots))
             .collect()
-    }
-}
-
-impl Action {
-    fn weight_positive(&self) -> bool {
-        self.rollout_weight > 0.0
     }
 }
 

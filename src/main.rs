@@ -349,12 +349,10 @@ impl TreeSearchArgs {
                 exploration: self.exploration,
                 agreement_samples: self.agreement_samples,
                 max_depth: self.max_depth,
-                seed: 0,
             },
             select: SelectConfig {
                 weights: Weights { exec, disc, vote },
                 discriminator: !self.no_discriminator,
-                seed: 0,
             },
             actions: actions.without(&self.disable_action)?,
             rules,

@@ -7,7 +7,7 @@ use super::tree::Tree;
 use super::{Answer, Engine};
 use crate::error::Result;
 use crate::llm::embed;
-use crate::select::{self, SelectConfig};
+use crate::select;
 use crate::trace::{CandidateRecord, Execution, Trace, TreeNodeRecord};
 use crate::understand::embedding::ColumnEmbeddings;
 use crate::understand::linking::ValueIndex;
@@ -29,11 +29,7 @@ impl Engine {
 
         let (schema, notes) = match &config.understand {
             Some(understand_config) => {
-                let index = ValueIndex::for_database(
-                    self.executor.path(),
-                    &self.schema,
-                    &config.index_dir,
-                )?;
+                let index = self.value_index()?;
                 let embeddings = if understand_config.embedding {
                     self.column_embeddings()
                 } else {
@@ -41,7 +37,8 @@ impl Engine {
                 };
                 let inputs = Inputs {
                     schema: &self.schema,
-                    index: &index,
+                    full_schema: &self.schema_text,
+                    index,
                     embeddings,
                     rules: &config.rules,
                     question,
@@ -69,14 +66,11 @@ impl Engine {
             executor: &self.executor,
             context: &context,
         };
-        let mcts = super::mcts::MctsConfig {
-            seed,
-            ..config.mcts.clone()
-        };
         let search = Search {
-            reasoner: Reasoner { ..reasoner },
+            reasoner,
             model: self.model.as_ref(),
-            config: &mcts,
+            config: &config.mcts,
+            seed,
         };
         let result = search.run(on_rollout)?;
         for call in result.calls {
@@ -85,15 +79,12 @@ impl Engine {
         }
 
         let discriminator = self.discriminator.as_ref().unwrap_or(&self.model);
-        let select_config = SelectConfig {
-            seed: seed ^ SELECT_SEED_MIX,
-            ..config.select
-        };
         let selection = select::select(
             &result.tree,
             &reasoner,
             discriminator.as_ref(),
-            &select_config,
+            &config.select,
+            seed ^ SELECT_SEED_MIX,
         )?;
         for call in selection.calls {
             trace.cost.add(&call.usage);
@@ -121,26 +112,41 @@ impl Engine {
             });
         }
         let winner = selection.winner.map(|i| &selection.candidates[i]);
+        let sql = winner.map(|w| w.sql.clone());
         let outcome = winner.and_then(|w| outcome_of(w.node));
-        let answer = Answer {
-            sql: winner.map(|w| w.sql.clone()),
+        let confidence = match (&outcome, winner) {
+            (Some(Ok(_)), Some(w)) => w.score,
+            _ => 0.0,
+        };
+        trace.selection = selection.candidates;
+        Ok(Answer {
+            sql,
             result: outcome.as_ref().and_then(|o| o.as_ref().ok().cloned()),
             error: outcome
                 .as_ref()
                 .and_then(|o| o.as_ref().err().map(|e| e.to_string())),
-            confidence: match (&outcome, winner) {
-                (Some(Ok(_)), Some(w)) => w.score,
-                _ => 0.0,
-            },
+            confidence,
             trace,
-        };
-        let mut answer = answer;
-        answer.trace.selection = selection.candidates;
-        Ok(answer)
+        })
     }
 }
 
 impl Engine {
+    /// The schema-linking index of this engine's database, built (or read
+    /// from the cache) on first use: hashing the file and loading the index
+    /// is not repeated for every question.
+    fn value_index(&self) -> Result<&ValueIndex> {
+        if let Some(index) = self.value_index.get() {
+            return Ok(index);
+        }
+        let built = ValueIndex::for_database(
+            self.executor.path(),
+            &self.schema,
+            &self.config.iesr.index_dir,
+        )?;
+        Ok(self.value_index.get_or_init(|| built))
+    }
+
     /// The database's columns embedded by the default sentence encoder,
     /// pulled on first use. Failing that, the reason, and stage 1 goes on
     /// without the embedding ranking.

@@ -21,7 +21,6 @@ pub struct MctsConfig {
     pub agreement_samples: usize,
     /// Steps after which a trajectory ends regardless.
     pub max_depth: usize,
-    pub seed: u64,
 }
 
 impl Default for MctsConfig {
@@ -31,7 +30,6 @@ impl Default for MctsConfig {
             exploration: 1.4,
             agreement_samples: 3,
             max_depth: 8,
-            seed: 0,
         }
     }
 }
@@ -59,6 +57,8 @@ pub struct Search<'a> {
     pub reasoner: Reasoner<'a>,
     pub model: &'a dyn LanguageModel,
     pub config: &'a MctsConfig,
+    /// Seeds the tree policy and every call.
+    pub seed: u64,
 }
 
 pub struct SearchResult {
@@ -71,7 +71,7 @@ impl Search<'_> {
     pub fn run(&self, on_rollout: &mut dyn FnMut(RolloutProgress)) -> Result<SearchResult> {
         let mut tree = Tree::new(NodeState::default(), self.reasoner.valid_actions(&[]));
         let mut calls = Vec::new();
-        let mut rng = ChaCha8Rng::seed_from_u64(self.config.seed);
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
         let mut best_reward = 0.0f64;
         let mut rollouts_run = 0;
         for done in 1..=self.config.rollouts {
@@ -154,7 +154,7 @@ impl Search<'_> {
         let path = Self::path_steps(tree, parent);
         let sampling = self
             .reasoner
-            .sampling(action, 1, node_seed(self.config.seed, id, 0));
+            .sampling(action, 1, node_seed(self.seed, id, 0));
         let stage = format!("search {} node {id}", self.reasoner.actions.get(action).id);
         let (mut steps, record) = self
             .reasoner
@@ -210,9 +210,9 @@ impl Search<'_> {
                 let action = step.action.expect("a query comes from an action");
                 let parent = tree.node(source).parent.expect("actions have parents");
                 let path = Self::path_steps(tree, parent);
-                let sampling =
-                    self.reasoner
-                        .sampling(action, k, node_seed(self.config.seed, node, 1));
+                let sampling = self
+                    .reasoner
+                    .sampling(action, k, node_seed(self.seed, node, 1));
                 let (steps, record) = self.reasoner.apply(
                     self.model,
                     &path,
@@ -281,6 +281,7 @@ pub(crate) mod tests {
         model: &ScriptedModel,
         actions: &ActionSet,
         config: &MctsConfig,
+        seed: u64,
     ) -> (SearchResult, Vec<RolloutProgress>) {
         let executor = Executor::open(&concert_singer(), ExecConfig::default()).unwrap();
         let context = context();
@@ -292,6 +293,7 @@ pub(crate) mod tests {
             },
             model,
             config,
+            seed,
         };
         let mut progress = Vec::new();
         let result = search.run(&mut |p| progress.push(p)).unwrap();
@@ -309,7 +311,7 @@ pub(crate) mod tests {
             _ => "I do not know".into(),
         });
         let config = MctsConfig::default();
-        let (result, progress) = run(&model, &actions, &config);
+        let (result, progress) = run(&model, &actions, &config, 0);
         // One action, one terminal child: the root is exhausted after one rollout.
         assert_eq!(result.rollouts_run, 1);
         assert_eq!(result.tree.len(), 2);
@@ -347,7 +349,7 @@ pub(crate) mod tests {
             rollouts: 12,
             ..MctsConfig::default()
         };
-        let (result, progress) = run(&schema_selection_helps(), &actions, &config);
+        let (result, progress) = run(&schema_selection_helps(), &actions, &config, 0);
         let tree = &result.tree;
         let root = tree.node(Tree::<NodeState>::ROOT);
         assert_eq!(root.visits as usize, result.rollouts_run);
@@ -387,7 +389,6 @@ pub(crate) mod tests {
         let actions = ActionSet::builtin();
         let config = MctsConfig {
             rollouts: 6,
-            seed: 11,
             ..MctsConfig::default()
         };
         let shape = |result: &SearchResult| -> Vec<(Option<usize>, Option<usize>, u32)> {
@@ -397,8 +398,8 @@ pub(crate) mod tests {
                 .map(|(_, n)| (n.parent, n.action, n.visits))
                 .collect()
         };
-        let (first, _) = run(&schema_selection_helps(), &actions, &config);
-        let (second, _) = run(&schema_selection_helps(), &actions, &config);
+        let (first, _) = run(&schema_selection_helps(), &actions, &config, 11);
+        let (second, _) = run(&schema_selection_helps(), &actions, &config, 11);
         assert_eq!(shape(&first), shape(&second));
         let seeds: Vec<u64> = first.calls.iter().map(|c| c.seed).collect();
         let mut distinct = seeds.clone();
@@ -415,7 +416,7 @@ pub(crate) mod tests {
             max_depth: 2,
             ..MctsConfig::default()
         };
-        let (result, _) = run(&schema_selection_helps(), &actions, &config);
+        let (result, _) = run(&schema_selection_helps(), &actions, &config, 0);
         assert!(result.tree.nodes().all(|(_, n)| n.depth <= 2));
         assert!(result
             .tree

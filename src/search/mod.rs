@@ -16,6 +16,7 @@ use crate::prompts::{SQL_GENERATION_SYSTEM, SQL_GENERATION_USER};
 use crate::select::SelectConfig;
 use crate::trace::{CallRecord, CandidateRecord, Execution, Trace};
 use crate::understand::embedding::ColumnEmbeddings;
+use crate::understand::linking::ValueIndex;
 use crate::understand::rules::RuleBase;
 use crate::understand::UnderstandConfig;
 use extract::extract_sql;
@@ -118,6 +119,8 @@ pub struct Engine {
     /// Stage 1's embedded columns, made on first use; the error says why
     /// they could not be.
     column_embeddings: OnceLock<std::result::Result<ColumnEmbeddings, String>>,
+    /// Stage 1's value index, made on first use.
+    value_index: OnceLock<ValueIndex>,
 }
 
 impl Engine {
@@ -133,6 +136,7 @@ impl Engine {
             schema_text,
             config,
             column_embeddings: OnceLock::new(),
+            value_index: OnceLock::new(),
         })
     }
 

@@ -3,7 +3,7 @@
 //! output, and execute any query it wrote. Shared by the tree search and the
 //! discriminator, so both see states the same way.
 
-use crate::action::{Action, ActionSet, OutputKind, StepOutput, TerminalRule, SQL_SLOT};
+use crate::action::{Action, ActionSet, OutputKind, StepOutput, TerminalRule};
 use crate::db::{Executor, QueryOutcome};
 use crate::error::Result;
 use crate::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
@@ -28,8 +28,6 @@ pub struct Step {
     pub action: Option<usize>,
     pub output: Option<StepOutput>,
     pub execution: Option<QueryOutcome>,
-    /// The prompt that produced this step (reward samples reuse it).
-    pub prompt: Vec<ChatMessage>,
 }
 
 impl Step {
@@ -46,6 +44,7 @@ impl Step {
     }
 }
 
+#[derive(Clone, Copy)]
 pub struct Reasoner<'a> {
     pub actions: &'a ActionSet,
     pub executor: &'a Executor,
@@ -147,7 +146,6 @@ impl Reasoner<'_> {
                 action: Some(action_index),
                 execution: output.sql.as_ref().and_then(|_| executions.next()),
                 output: Some(output),
-                prompt: prompt.clone(),
             })
             .collect();
         let record = CallRecord {
@@ -174,12 +172,6 @@ impl Reasoner<'_> {
             n,
             ..Sampling::default()
         }
-    }
-
-    /// Whether `path` holds a query (the SQL slot is filled).
-    pub fn has_sql(&self, path: &[&Step]) -> bool {
-        path.iter()
-            .any(|s| s.filled_slot(self.actions) == Some(SQL_SLOT))
     }
 }
 

@@ -38,7 +38,6 @@ pub struct SelectConfig {
     pub weights: Weights,
     /// Run the discriminator check (DiscConf is 0 for everyone without it).
     pub discriminator: bool,
-    pub seed: u64,
 }
 
 impl Default for SelectConfig {
@@ -46,7 +45,6 @@ impl Default for SelectConfig {
         SelectConfig {
             weights: Weights::default(),
             discriminator: true,
-            seed: 0,
         }
     }
 }
@@ -95,6 +93,7 @@ pub fn select(
     reasoner: &Reasoner<'_>,
     discriminator: &dyn LanguageModel,
     config: &SelectConfig,
+    seed: u64,
 ) -> Result<Selection> {
     let nodes = candidate_nodes(tree);
     let sources: Vec<&Step> = nodes
@@ -116,7 +115,7 @@ pub fn select(
         *groups.entry(*key).or_default() += 1;
     }
 
-    let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut calls = Vec::new();
     // Completions are greedy, so equal cuts give equal answers: run each once.
     let mut completions: HashMap<(NodeId, usize), Completion> = HashMap::new();
@@ -135,14 +134,8 @@ pub fn select(
                         let completion = match completions.get(&(cut.ancestor, action)) {
                             Some(done) => done.clone(),
                             None => {
-                                let (done, record) = complete(
-                                    tree,
-                                    &cut,
-                                    action,
-                                    reasoner,
-                                    discriminator,
-                                    config.seed,
-                                )?;
+                                let (done, record) =
+                                    complete(tree, &cut, action, reasoner, discriminator, seed)?;
                                 calls.push(record);
                                 completions.insert((cut.ancestor, action), done.clone());
                                 done

@@ -66,19 +66,14 @@ pub fn compress(
     if kept.len() == schema.tables.len() {
         return None;
     }
-    let tables = schema
+    // Schema order, not alphabetical.
+    let tables: Vec<_> = schema
         .tables
         .iter()
         .filter(|t| kept.contains(&t.name))
         .cloned()
         .collect();
-    // Schema order, not alphabetical.
-    let names = schema
-        .tables
-        .iter()
-        .filter(|t| kept.contains(&t.name))
-        .map(|t| t.name.clone())
-        .collect();
+    let names = tables.iter().map(|t| t.name.clone()).collect();
     Some((Schema { tables }, names))
 }
 

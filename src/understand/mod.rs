@@ -98,6 +98,8 @@ pub struct UnderstandingRecord {
 
 pub struct Inputs<'a> {
     pub schema: &'a Schema,
+    /// `schema` rendered within `schema_chars`, as the engine already has it.
+    pub full_schema: &'a str,
     pub index: &'a ValueIndex,
     /// The database's embedded columns, or why they are unavailable.
     pub embeddings: std::result::Result<&'a ColumnEmbeddings, String>,
@@ -113,7 +115,6 @@ pub fn understand(
     config: &UnderstandConfig,
     seed: u64,
 ) -> Result<(Understanding, UnderstandingRecord, CallRecord)> {
-    let full_schema = render_schema(inputs.schema, inputs.schema_chars);
     let hint = crate::prompts::hint_line(inputs.hint);
     let instruction = UNDERSTANDING.render(&[]);
     let prompt = vec![
@@ -121,7 +122,7 @@ pub fn understand(
         ChatMessage::new(
             "user",
             REASONING_USER.render(&[
-                ("schema", full_schema.as_str()),
+                ("schema", inputs.full_schema),
                 ("hint", hint.as_str()),
                 ("question", inputs.question),
                 ("understanding", ""),
@@ -199,7 +200,7 @@ pub fn understand(
     };
     let schema_text = match &compressed {
         Some((schema, _)) => render_schema(schema, inputs.schema_chars),
-        None => full_schema,
+        None => inputs.full_schema.to_string(),
     };
     let notes = render_notes(&verified, &links);
     let understanding = Understanding {
