@@ -22,7 +22,7 @@ use iesr::{Error, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::HashSet;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -99,6 +99,19 @@ enum Command {
     Search(SearchArgs),
     /// Run a method over a benchmark (resumable) and report accuracy and cost.
     Bench(BenchArgs),
+    /// Put finished `bench` runs side by side: a table, and with --out a CSV
+    /// and plots (accuracy and tokens vs budget, accuracy vs wall time).
+    Report {
+        /// Run folders (the --out folders of `iesr bench`).
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        /// Folder for runs.csv and the PNG and SVG plots.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print the rows as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Measure local inference: prefill, decode, batched decode, cached prefixes, memory.
     BenchLlm(BenchLlmArgs),
     /// Send one prompt to a model and print its completions.
@@ -561,6 +574,21 @@ fn bench(args: BenchArgs) -> Result<()> {
     output::print(args.json, &summary, output::bench_summary_text)
 }
 
+fn report(runs: &[PathBuf], out: Option<&Path>, json: bool) -> Result<()> {
+    let rows = iesr::eval::report::load_runs(runs)?;
+    if let Some(dir) = out {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        iesr::eval::report::write_csv(&rows, &dir.join("runs.csv"))?;
+        let plots = iesr::eval::plot::write_plots(&rows, dir)?;
+        eprintln!(
+            "wrote {} and {} plots",
+            dir.join("runs.csv").display(),
+            plots.len()
+        );
+    }
+    output::print(json, &rows, |rows: &Vec<_>| output::runs_text(rows))
+}
+
 fn run(command: Command) -> Result<()> {
     match command {
         Command::Schema {
@@ -644,6 +672,7 @@ fn run(command: Command) -> Result<()> {
         },
         Command::Search(args) => search(args),
         Command::Bench(args) => bench(args),
+        Command::Report { runs, out, json } => report(&runs, out.as_deref(), json),
         Command::BenchLlm(args) => {
             let model = load_local(&args.model, &Device::Cpu)?;
             let config = iesr::llm::bench::BenchConfig {

@@ -3,6 +3,7 @@
 use comfy_table::Table;
 use iesr::db::QueryResult;
 use iesr::eval::bench::BenchSummary;
+use iesr::eval::report::RunRow;
 use iesr::eval::{Report, Tally};
 use iesr::llm::bench::BenchReport;
 use iesr::llm::Generation;
@@ -305,7 +306,9 @@ fn one_line(text: &str, max_chars: usize) -> String {
 pub fn bench_summary_text(summary: &BenchSummary) -> String {
     let mut out = format!(
         "model {} | {} | seed {}\n",
-        summary.model, summary.search, summary.seed
+        summary.model,
+        summary.variant.label(),
+        summary.seed
     );
     out.push_str(&report_text(&summary.report));
     let c = &summary.cost;
@@ -329,4 +332,44 @@ pub fn bench_summary_text(summary: &BenchSummary) -> String {
         c.questions, c.generated_tokens_per_second
     ));
     out
+}
+
+/// Runs side by side, one row each, with accuracy and mean cost per question.
+pub fn runs_text(rows: &[RunRow]) -> String {
+    let mut table = Table::new();
+    table.set_header([
+        "run",
+        "dataset",
+        "series",
+        "budget",
+        "answered",
+        "EX %",
+        "EX % (non-empty)",
+        "calls",
+        "prompt computed",
+        "prompt cached",
+        "generated",
+        "tok/s",
+        "s mean",
+        "s p90",
+    ]);
+    for r in rows {
+        table.add_row([
+            r.run.clone(),
+            r.dataset.clone(),
+            r.series.clone(),
+            r.budget.to_string(),
+            format!("{}/{}", r.answered, r.questions),
+            format!("{:.2}", r.ex),
+            format!("{:.2}", r.ex_nonempty),
+            format!("{:.1}", r.calls),
+            format!("{:.0}", r.prompt_tokens_computed),
+            format!("{:.0}", r.prompt_tokens_cached),
+            format!("{:.0}", r.generated_tokens),
+            format!("{:.1}", r.generated_tokens_per_second),
+            format!("{:.1}", r.seconds),
+            format!("{:.1}", r.seconds_p90),
+        ]);
+    }
+    format!("{table}\n")
 }

@@ -9,7 +9,7 @@ use super::progress::progress_bar;
 use super::score::{score, score_one, EvalOptions, Report, Verdict};
 use crate::error::{Error, Result};
 use crate::llm::LanguageModel;
-use crate::search::{Engine, SearchConfig};
+use crate::search::{Engine, SearchConfig, Variant};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::Write;
@@ -40,13 +40,13 @@ pub struct PredictionRecord {
 }
 
 /// Mean and 90th percentile of one per-question cost.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Spread {
     pub mean: f64,
     pub p90: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CostSummary {
     pub questions: usize,
     pub calls: Spread,
@@ -61,7 +61,7 @@ pub struct CostSummary {
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchSummary {
     pub model: String,
-    pub search: String,
+    pub variant: Variant,
     pub seed: u64,
     pub report: Report,
     pub cost: CostSummary,
@@ -150,7 +150,7 @@ pub fn run(
     let report = score(dataset, &predictions, &EvalOptions::default())?;
     let summary = BenchSummary {
         model: model.name().to_string(),
-        search: format!("{:?}", config.search.method),
+        variant: config.search.variant(),
         seed: config.search.seed,
         report,
         cost: cost_summary(&done),

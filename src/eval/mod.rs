@@ -2,8 +2,10 @@
 
 pub mod bench;
 pub mod dataset;
+pub mod plot;
 pub mod predictions;
 mod progress;
+pub mod report;
 pub mod score;
 
 pub use dataset::{load, read_subset, DatasetKind, Example, Filters, LoadedDataset, Split};

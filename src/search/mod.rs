@@ -7,6 +7,7 @@ mod iesr;
 pub mod mcts;
 pub mod reasoner;
 pub mod tree;
+mod variant;
 
 use crate::action::ActionSet;
 use crate::db::{render_schema, ExecConfig, Executor, IntrospectOptions, QueryResult, Schema};
@@ -26,6 +27,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
+pub use variant::Variant;
 
 /// How candidates are produced and chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

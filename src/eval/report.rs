@@ -1,0 +1,211 @@
+//! Finished benchmark runs side by side: one row per run folder (its
+//! `summary.json`), written as a table, a CSV and plots. Reads only what
+//! `iesr bench` wrote, so runs made on another machine can be reported here.
+
+use super::bench::CostSummary;
+use crate::error::{Error, Result};
+use crate::search::Variant;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// One run, flattened for tables, CSV and plots.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRow {
+    /// The run's folder name.
+    pub run: String,
+    pub dataset: String,
+    pub model: String,
+    /// Method and changed settings; runs of one series differ in budget only.
+    pub series: String,
+    pub method: String,
+    pub budget: usize,
+    /// Questions in the run's dataset selection, and how many were answered.
+    pub questions: usize,
+    pub answered: usize,
+    /// Execution accuracy in percent, over executable gold and over
+    /// non-empty gold.
+    pub ex: f64,
+    pub ex_nonempty: f64,
+    /// Means per question.
+    pub calls: f64,
+    pub prompt_tokens_computed: f64,
+    pub prompt_tokens_cached: f64,
+    pub generated_tokens: f64,
+    pub seconds: f64,
+    pub seconds_p90: f64,
+    pub generated_tokens_per_second: f64,
+}
+
+impl RunRow {
+    /// Tokens the model computed per question: uncached prompt plus output.
+    pub fn tokens_computed(&self) -> f64 {
+        self.prompt_tokens_computed + self.generated_tokens
+    }
+}
+
+/// The parts of `summary.json` a report reads.
+#[derive(Deserialize)]
+struct SummaryFile {
+    model: String,
+    variant: Variant,
+    report: ReportHead,
+    cost: CostSummary,
+}
+
+#[derive(Deserialize)]
+struct ReportHead {
+    dataset: DatasetHead,
+    ex: f64,
+    ex_nonempty: f64,
+}
+
+#[derive(Deserialize)]
+struct DatasetHead {
+    kind: String,
+    questions: usize,
+}
+
+/// Reads one run folder.
+pub fn load_run(dir: &Path) -> Result<RunRow> {
+    let path = dir.join("summary.json");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::InvalidArgument(format!(
+                "{} has no summary.json; finish the run with `iesr bench --resume --out {}` and the same arguments",
+                dir.display(),
+                dir.display()
+            )))
+        }
+        Err(e) => return Err(Error::io(&path, e)),
+    };
+    let summary: SummaryFile = serde_json::from_str(&text).map_err(|e| {
+        Error::InvalidArgument(format!(
+            "{} is not a summary written by this version of `iesr bench` ({e}); run `iesr bench --resume` on that folder to rewrite it",
+            path.display()
+        ))
+    })?;
+    let run = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| dir.display().to_string());
+    let cost = summary.cost;
+    Ok(RunRow {
+        run,
+        dataset: summary.report.dataset.kind,
+        model: summary.model,
+        series: summary.variant.series(),
+        method: summary.variant.method,
+        budget: summary.variant.budget,
+        questions: summary.report.dataset.questions,
+        answered: cost.questions,
+        ex: summary.report.ex,
+        ex_nonempty: summary.report.ex_nonempty,
+        calls: cost.calls.mean,
+        prompt_tokens_computed: cost.prompt_tokens_computed.mean,
+        prompt_tokens_cached: cost.prompt_tokens_cached.mean,
+        generated_tokens: cost.generated_tokens.mean,
+        seconds: cost.seconds.mean,
+        seconds_p90: cost.seconds.p90,
+        generated_tokens_per_second: cost.generated_tokens_per_second,
+    })
+}
+
+/// Reads every run folder, sorted by dataset, series and budget.
+pub fn load_runs(dirs: &[PathBuf]) -> Result<Vec<RunRow>> {
+    if dirs.is_empty() {
+        return Err(Error::InvalidArgument(
+            "no run folders given; pass the --out folders of `iesr bench` runs".into(),
+        ));
+    }
+    let mut rows = dirs
+        .iter()
+        .map(|d| load_run(d))
+        .collect::<Result<Vec<_>>>()?;
+    rows.sort_by(|a, b| (&a.dataset, &a.series, a.budget).cmp(&(&b.dataset, &b.series, b.budget)));
+    Ok(rows)
+}
+
+pub fn write_csv(rows: &[RunRow], path: &Path) -> Result<()> {
+    let failed =
+        |e: csv::Error| Error::InvalidArgument(format!("cannot write {}: {e}", path.display()));
+    let mut writer = csv::Writer::from_path(path).map_err(failed)?;
+    for row in rows {
+        writer.serialize(row).map_err(failed)?;
+    }
+    writer.flush().map_err(|e| Error::io(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(variant: &str, ex: f64, answered: usize) -> String {
+        format!(
+            r#"{{"model": "m", "variant": {variant}, "seed": 0,
+            "report": {{"dataset": {{"kind": "logiccat", "split": "mini500", "questions": 30}},
+                        "ex": {ex}, "ex_nonempty": 20.0}},
+            "cost": {{"questions": {answered},
+                      "calls": {{"mean": 9.0, "p90": 12.0}},
+                      "prompt_tokens_computed": {{"mean": 100.0, "p90": 150.0}},
+                      "prompt_tokens_cached": {{"mean": 300.0, "p90": 400.0}},
+                      "generated_tokens": {{"mean": 50.0, "p90": 60.0}},
+                      "seconds": {{"mean": 4.0, "p90": 6.0}},
+                      "generated_tokens_per_second": 12.5}}}}"#
+        )
+    }
+
+    fn run_dir(root: &Path, name: &str, text: &str) -> PathBuf {
+        let dir = root.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("summary.json"), text).unwrap();
+        dir
+    }
+
+    #[test]
+    fn rows_come_from_summaries_sorted_by_series_and_budget() {
+        let root = tempfile::tempdir().unwrap();
+        let iesr = |budget| format!(r#"{{"method": "iesr", "budget": {budget}, "changes": []}}"#);
+        let dirs = [
+            run_dir(root.path(), "iesr-8", &summary(&iesr(8), 20.0, 30)),
+            run_dir(root.path(), "iesr-2", &summary(&iesr(2), 10.0, 29)),
+            run_dir(
+                root.path(),
+                "abl",
+                &summary(
+                    r#"{"method": "iesr", "budget": 8, "changes": ["no-compression"]}"#,
+                    15.0,
+                    30,
+                ),
+            ),
+        ];
+        let rows = load_runs(&dirs).unwrap();
+        let order: Vec<(&str, usize)> =
+            rows.iter().map(|r| (r.series.as_str(), r.budget)).collect();
+        assert_eq!(
+            order,
+            [("iesr", 2), ("iesr", 8), ("iesr no-compression", 8)]
+        );
+        assert_eq!((rows[0].answered, rows[0].questions), (29, 30));
+        assert_eq!(rows[1].tokens_computed(), 150.0);
+
+        let csv_path = root.path().join("runs.csv");
+        write_csv(&rows, &csv_path).unwrap();
+        let csv = std::fs::read_to_string(csv_path).unwrap();
+        assert!(csv.starts_with("run,dataset,model,series,method,budget,"));
+        assert_eq!(csv.lines().count(), 4);
+    }
+
+    #[test]
+    fn unfinished_and_foreign_folders_are_named_in_the_error() {
+        let root = tempfile::tempdir().unwrap();
+        let unfinished = root.path().join("cut");
+        std::fs::create_dir_all(&unfinished).unwrap();
+        let err = load_run(&unfinished).unwrap_err().to_string();
+        assert!(err.contains("--resume"), "{err}");
+        let old = run_dir(root.path(), "old", r#"{"model": "m", "search": "Iesr"}"#);
+        let err = load_run(&old).unwrap_err().to_string();
+        assert!(err.contains("old") && err.contains("rewrite"), "{err}");
+        assert!(load_runs(&[]).is_err());
+    }
+}

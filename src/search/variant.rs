@@ -1,0 +1,148 @@
+//! A short description of a search configuration (method, budget and every
+//! setting that differs from the defaults), so that runs can be told apart
+//! and grouped into series when they are reported side by side.
+
+use super::{IesrConfig, Method, SearchConfig};
+use crate::action::ActionSet;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Variant {
+    /// `greedy`, `sc` or `iesr`.
+    pub method: String,
+    /// Model-call budget the method is swept over: rollouts for iesr,
+    /// samples for sc, 1 for greedy.
+    pub budget: usize,
+    /// Settings that differ from the defaults, written as the flags that set
+    /// them (`no-understanding`, `disable-action A3`, `weights 0.5,0,0.5`).
+    pub changes: Vec<String>,
+}
+
+impl Variant {
+    /// The series a run belongs to: its method and its changes, without the
+    /// budget.
+    pub fn series(&self) -> String {
+        std::iter::once(self.method.clone())
+            .chain(self.changes.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The series and the budget, e.g. `iesr no-compression @8`.
+    pub fn label(&self) -> String {
+        format!("{} @{}", self.series(), self.budget)
+    }
+}
+
+impl SearchConfig {
+    pub fn variant(&self) -> Variant {
+        let (method, budget, changes) = match self.method {
+            Method::Greedy => ("greedy", 1, Vec::new()),
+            Method::SelfConsistency { samples, .. } => ("sc", samples, Vec::new()),
+            Method::Iesr => (
+                "iesr",
+                self.iesr.mcts.rollouts,
+                tree_search_changes(&self.iesr),
+            ),
+        };
+        Variant {
+            method: method.to_string(),
+            budget,
+            changes,
+        }
+    }
+}
+
+fn tree_search_changes(config: &IesrConfig) -> Vec<String> {
+    let defaults = IesrConfig::default();
+    let mut changes = Vec::new();
+    match &config.understand {
+        None => changes.push("no-understanding".to_string()),
+        Some(understand) => {
+            for (on, flag) in [
+                (understand.verification, "no-verification"),
+                (understand.compression, "no-compression"),
+                (understand.embedding, "no-embedding"),
+            ] {
+                if !on {
+                    changes.push(flag.to_string());
+                }
+            }
+        }
+    }
+    for action in ActionSet::builtin().iter() {
+        if config.actions.index_of(&action.id).is_none() {
+            changes.push(format!("disable-action {}", action.id));
+        }
+    }
+    if !config.select.discriminator {
+        changes.push("no-discriminator".to_string());
+    }
+    let w = config.select.weights;
+    if w != defaults.select.weights {
+        changes.push(format!("weights {},{},{}", w.exec, w.disc, w.vote));
+    }
+    let (mcts, default_mcts) = (&config.mcts, &defaults.mcts);
+    if mcts.exploration != default_mcts.exploration {
+        changes.push(format!("exploration {}", mcts.exploration));
+    }
+    if mcts.agreement_samples != default_mcts.agreement_samples {
+        changes.push(format!("agreement-samples {}", mcts.agreement_samples));
+    }
+    if mcts.max_depth != default_mcts.max_depth {
+        changes.push(format!("max-depth {}", mcts.max_depth));
+    }
+    changes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::select::Weights;
+
+    #[test]
+    fn defaults_have_no_changes() {
+        let iesr = SearchConfig {
+            method: Method::Iesr,
+            ..SearchConfig::default()
+        };
+        assert_eq!(iesr.variant().label(), "iesr @8");
+        let sc = SearchConfig {
+            method: Method::SelfConsistency {
+                samples: 4,
+                temperature: 0.8,
+            },
+            ..SearchConfig::default()
+        };
+        assert_eq!(sc.variant().label(), "sc @4");
+        assert_eq!(SearchConfig::default().variant().label(), "greedy @1");
+    }
+
+    #[test]
+    fn ablations_are_named_by_their_flags() {
+        let mut config = SearchConfig {
+            method: Method::Iesr,
+            ..SearchConfig::default()
+        };
+        config.iesr.understand.as_mut().unwrap().compression = false;
+        config.iesr.actions = ActionSet::builtin().without(&["A3".to_string()]).unwrap();
+        config.iesr.select.weights = Weights {
+            exec: 0.5,
+            disc: 0.0,
+            vote: 0.5,
+        };
+        config.iesr.mcts.rollouts = 4;
+        let variant = config.variant();
+        assert_eq!(
+            variant.changes,
+            ["no-compression", "disable-action A3", "weights 0.5,0,0.5"]
+        );
+        assert_eq!(variant.budget, 4);
+        assert_eq!(
+            variant.series(),
+            "iesr no-compression disable-action A3 weights 0.5,0,0.5"
+        );
+        config.iesr.understand = None;
+        assert_eq!(config.variant().changes[0], "no-understanding");
+    }
+}
