@@ -367,6 +367,8 @@ impl LocalModel {
         }
         if state.tokens.len() >= state.max_tokens {
             state.finished = Some(FinishReason::Length);
+        } else if super::repetition::ends_in_loop(&state.tokens) {
+            state.finished = Some(FinishReason::Repetition);
         }
         Ok(())
     }

@@ -12,6 +12,7 @@ pub mod local;
 pub mod openai;
 pub mod prefix_cache;
 pub mod pull;
+mod repetition;
 pub mod sampler;
 pub mod scripted;
 pub mod transformer;
@@ -81,6 +82,8 @@ pub enum FinishReason {
     Stop,
     /// `max_tokens` reached.
     Length,
+    /// Cut because the output kept repeating one short span.
+    Repetition,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -3,6 +3,7 @@
 
 use super::mcts::{NodeState, RolloutProgress, Search};
 use super::reasoner::{QuestionContext, Reasoner};
+use super::repair::SchemaNames;
 use super::tree::Tree;
 use super::{Answer, Engine};
 use crate::error::Result;
@@ -60,6 +61,7 @@ impl Engine {
             question: question.to_string(),
             hint: hint.map(String::from),
             understanding: notes,
+            names: SchemaNames::of(&self.schema),
         };
         let reasoner = Reasoner {
             actions: &config.actions,

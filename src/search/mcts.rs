@@ -274,6 +274,7 @@ pub(crate) mod tests {
             question: "How many singers do we have?".into(),
             hint: None,
             understanding: String::new(),
+            names: Default::default(),
         }
     }
 

@@ -6,6 +6,7 @@ pub mod extract;
 mod iesr;
 pub mod mcts;
 pub mod reasoner;
+pub mod repair;
 pub mod tree;
 mod variant;
 

@@ -3,6 +3,7 @@
 //! output, and execute any query it wrote. Shared by the tree search and the
 //! discriminator, so both see states the same way.
 
+use super::repair::SchemaNames;
 use crate::action::{Action, ActionSet, OutputKind, StepOutput, TerminalRule};
 use crate::db::{Executor, QueryOutcome};
 use crate::error::Result;
@@ -19,6 +20,8 @@ pub struct QuestionContext {
     pub hint: Option<String>,
     /// Stage 1's verified notes, empty when it did not run.
     pub understanding: String,
+    /// The full schema's names, for notes on queries that name wrong ones.
+    pub names: SchemaNames,
 }
 
 /// One applied action.
@@ -110,6 +113,11 @@ impl Reasoner<'_> {
                         "```sql\n{sql}\n```\nExecution: {}",
                         execution_note(outcome)
                     );
+                    if let Err(e) = outcome {
+                        if let Some(note) = self.context.names.suggest(&e.to_string(), sql) {
+                            let _ = writeln!(out, "Schema note: {note}");
+                        }
+                    }
                 }
                 _ => out.push_str("(no query was written)\n"),
             }
@@ -206,5 +214,48 @@ fn truncate_chars(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((i, _)) => format!("{}...", &text[..i]),
         None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::ExecConfig;
+    use crate::understand::demo;
+
+    #[test]
+    fn a_query_naming_a_missing_column_is_followed_by_the_real_names() {
+        let executor = Executor::open(&demo::database(), ExecConfig::default()).unwrap();
+        let actions = ActionSet::builtin();
+        let context = QuestionContext {
+            schema: String::new(),
+            question: "How old is the oldest singer?".into(),
+            hint: None,
+            understanding: String::new(),
+            names: SchemaNames::of(&demo::schema()),
+        };
+        let reasoner = Reasoner {
+            actions: &actions,
+            executor: &executor,
+            context: &context,
+        };
+        let sql = "SELECT MAX(Agee) FROM singer";
+        let draft = Step {
+            action: actions.index_of("A5"),
+            output: Some(StepOutput {
+                text: String::new(),
+                sql: Some(sql.into()),
+                parse_error: None,
+            }),
+            execution: Some(executor.query(sql)),
+        };
+        let revise = actions.get(actions.index_of("A6").unwrap());
+        let prompt = reasoner.prompt(&[&draft], revise);
+        let user = &prompt[1].content;
+        assert!(user.contains("no such column: Agee"), "{user}");
+        assert!(
+            user.contains("Schema note: no column `Agee`; the closest are singer.Age"),
+            "{user}"
+        );
     }
 }
