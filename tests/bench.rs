@@ -88,4 +88,40 @@ fn resumed_run_equals_uninterrupted_run() {
     assert_eq!(a["report"]["questions"], b["report"]["questions"]);
     assert_eq!(a["cost"]["questions"], 4);
     assert_eq!(std::fs::read_dir(parts.join("traces")).unwrap().count(), 4);
+
+    // Both runs side by side: equal rows apart from the folder name and time.
+    let report_dir = dir.path().join("report");
+    let report = Command::cargo_bin("iesr")
+        .unwrap()
+        .args(["report", "--json", "--out"])
+        .arg(&report_dir)
+        .arg(&whole)
+        .arg(&parts)
+        .output()
+        .unwrap();
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 2);
+    for field in [
+        "series",
+        "budget",
+        "answered",
+        "ex",
+        "calls",
+        "generated_tokens",
+    ] {
+        assert_eq!(rows[0][field], rows[1][field], "{field}");
+    }
+    assert_eq!(rows[0]["series"], "greedy");
+    let csv = std::fs::read_to_string(report_dir.join("runs.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3);
+    for plot in ["ex-vs-budget", "tokens-vs-budget", "ex-vs-seconds"] {
+        for ext in ["png", "svg"] {
+            assert!(report_dir.join(format!("spider-{plot}.{ext}")).is_file());
+        }
+    }
 }
