@@ -210,7 +210,8 @@ pub fn execution_note(outcome: &QueryOutcome) -> String {
     }
 }
 
-fn truncate_chars(text: &str, max: usize) -> String {
+/// `text` cut to `max` characters, marked with `...` where cut.
+pub(super) fn truncate_chars(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((i, _)) => format!("{}...", &text[..i]),
         None => text.to_string(),

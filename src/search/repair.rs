@@ -3,6 +3,7 @@
 //! closest (from the full schema, so a table the compressed view dropped can
 //! come back) instead of guessing again from the error alone.
 
+use super::reasoner::truncate_chars;
 use crate::db::Schema;
 use crate::understand::text::similarity;
 
@@ -46,7 +47,7 @@ impl SchemaNames {
         } else {
             return None;
         };
-        Some(truncate(&note, MAX_CHARS))
+        Some(truncate_chars(&note, MAX_CHARS))
     }
 
     fn missing_column(&self, name: &str, sql: &str) -> String {
@@ -129,13 +130,6 @@ fn closest<'a>(wanted: &str, names: impl Iterator<Item = (&'a str, String)>) -> 
         .take(MAX_SUGGESTIONS)
         .map(|(_, label)| label)
         .collect()
-}
-
-fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}...", &text[..i]),
-        None => text.to_string(),
-    }
 }
 
 #[cfg(test)]
