@@ -31,7 +31,12 @@ impl Axis {
     /// a round value.
     fn tick(&self, plotted: f64) -> String {
         if !self.log {
-            return format!("{plotted:.0}");
+            let whole = (plotted - plotted.round()).abs() < 1e-9;
+            return if whole {
+                format!("{plotted:.0}")
+            } else {
+                format!("{plotted:.1}")
+            };
         }
         if (plotted - plotted.round()).abs() > 1e-6 {
             return String::new();
@@ -256,6 +261,10 @@ mod tests {
             log: false,
         };
         assert_eq!(linear.range([3.0, 20.0].into_iter()), 0.0..25.0);
+        assert_eq!(
+            (linear.tick(2.0), linear.tick(2.5)),
+            ("2".into(), "2.5".into())
+        );
     }
 
     #[test]
