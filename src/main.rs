@@ -578,13 +578,10 @@ fn report(runs: &[PathBuf], out: Option<&Path>, json: bool) -> Result<()> {
     let rows = iesr::eval::report::load_runs(runs)?;
     if let Some(dir) = out {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        iesr::eval::report::write_csv(&rows, &dir.join("runs.csv"))?;
+        let csv = dir.join("runs.csv");
+        iesr::eval::report::write_csv(&rows, &csv)?;
         let plots = iesr::eval::plot::write_plots(&rows, dir)?;
-        eprintln!(
-            "wrote {} and {} plots",
-            dir.join("runs.csv").display(),
-            plots.len()
-        );
+        eprintln!("wrote {} and {} plots", csv.display(), plots.len());
     }
     output::print(json, &rows, |rows: &Vec<_>| output::runs_text(rows))
 }
