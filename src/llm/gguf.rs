@@ -3,12 +3,13 @@
 
 use super::chat::ChatTemplate;
 use super::local::LocalModel;
+use super::matrix::Matrix;
 use super::transformer::{
     Attention, Config, Embedding, FeedForward, Layer, RopeStyle, Transformer,
 };
 use crate::error::{Error, Result};
 use candle_core::quantized::gguf_file::{Content, Value};
-use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
+use candle_core::quantized::QTensor;
 use candle_core::{DType, Device, Tensor};
 use std::fs::File;
 use std::io::BufReader;
@@ -155,19 +156,14 @@ impl<R: std::io::Read + std::io::Seek> TensorLoader<'_, R> {
             .map_err(|e| Error::model_corrupt(self.path, format!("tensor {name}: {e}")))
     }
 
-    /// A weight matrix for matrix products. Q5_0/Q5_1 have no SIMD kernel
-    /// in candle's CPU backend, so they are requantized to Q8_0, which has.
-    fn matrix(&mut self, name: &str) -> Result<QMatMul> {
-        let mut tensor = self.qtensor(name)?;
-        if matches!(tensor.dtype(), GgmlDType::Q5_0 | GgmlDType::Q5_1) {
-            tensor = tensor
-                .dequantize(self.device)
-                .and_then(|t| QTensor::quantize(&t, GgmlDType::Q8_0))
-                .map_err(|e| {
-                    Error::model_corrupt(self.path, format!("requantizing {name}: {e}"))
-                })?;
-        }
-        QMatMul::from_qtensor(tensor)
+    /// A weight matrix for matrix products (see `Matrix::from_qtensor`).
+    fn matrix(&mut self, name: &str) -> Result<Matrix> {
+        let tensor = Arc::new(self.qtensor(name)?);
+        self.pack(tensor, name)
+    }
+
+    fn pack(&self, tensor: Arc<QTensor>, name: &str) -> Result<Matrix> {
+        Matrix::from_qtensor(tensor, self.device)
             .map_err(|e| Error::model_corrupt(self.path, format!("tensor {name}: {e}")))
     }
 
@@ -221,7 +217,7 @@ impl<R: std::io::Read + std::io::Seek> TensorLoader<'_, R> {
         let output = if self.has("output.weight") {
             self.matrix("output.weight")?
         } else {
-            QMatMul::QTensor(table)
+            self.pack(table, "token_embd.weight")?
         };
         Transformer::new(config, embedding, layers, final_norm, output, self.device)
             .map_err(|e| Error::model_corrupt(self.path, e))

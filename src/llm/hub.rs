@@ -4,6 +4,7 @@
 
 use super::chat::ChatTemplate;
 use super::local::LocalModel;
+use super::matrix::Matrix;
 use super::transformer::{
     Attention, Config, Embedding, FeedForward, Layer, RopeStyle, Transformer,
 };
@@ -224,8 +225,8 @@ fn build(
     device: &Device,
 ) -> candle_core::Result<Transformer> {
     let (h, hd) = (config.hidden, config.head_dim);
-    let linear = |name: &str, out: usize, inp: usize| -> candle_core::Result<QMatMul> {
-        Ok(QMatMul::Tensor(vb.get((out, inp), name)?))
+    let linear = |name: &str, out: usize, inp: usize| -> candle_core::Result<Matrix> {
+        Ok(Matrix::Candle(QMatMul::Tensor(vb.get((out, inp), name)?)))
     };
     let optional = |name: &str, size: usize| -> candle_core::Result<Option<Tensor>> {
         if vb.contains_tensor(name) {
@@ -263,7 +264,7 @@ fn build(
     }
     let final_norm = vb.get(h, "model.norm.weight")?;
     let output = if tied || !vb.contains_tensor("lm_head.weight") {
-        QMatMul::Tensor(embed.clone())
+        Matrix::Candle(QMatMul::Tensor(embed.clone()))
     } else {
         linear("lm_head.weight", config.vocab, h)?
     };

@@ -5,9 +5,10 @@
 //! folded into the rows of a single matrix product.
 
 use super::kv::KvCache;
+use super::matrix::Matrix;
 use candle_core::quantized::ggml_file::qtensor_from_ggml;
-use candle_core::quantized::{QMatMul, QTensor};
-use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_core::quantized::QTensor;
+use candle_core::{DType, Device, Result, Tensor};
 use std::sync::Arc;
 
 /// How rotary position embeddings pair the dimensions of a head.
@@ -36,10 +37,10 @@ pub struct Config {
 }
 
 pub struct Attention {
-    pub q: QMatMul,
-    pub k: QMatMul,
-    pub v: QMatMul,
-    pub o: QMatMul,
+    pub q: Matrix,
+    pub k: Matrix,
+    pub v: Matrix,
+    pub o: Matrix,
     /// Qwen2 adds biases to the projections.
     pub q_bias: Option<Tensor>,
     pub k_bias: Option<Tensor>,
@@ -50,9 +51,9 @@ pub struct Attention {
 }
 
 pub struct FeedForward {
-    pub gate: QMatMul,
-    pub up: QMatMul,
-    pub down: QMatMul,
+    pub gate: Matrix,
+    pub up: Matrix,
+    pub down: Matrix,
 }
 
 pub struct Layer {
@@ -106,7 +107,7 @@ pub struct Transformer {
     pub embedding: Embedding,
     pub layers: Vec<Layer>,
     pub final_norm: Tensor,
-    pub output: QMatMul,
+    pub output: Matrix,
     cos: Tensor,
     sin: Tensor,
     device: Device,
@@ -118,7 +119,7 @@ impl Transformer {
         embedding: Embedding,
         layers: Vec<Layer>,
         final_norm: Tensor,
-        output: QMatMul,
+        output: Matrix,
         device: &Device,
     ) -> Result<Self> {
         let (cos, sin) = rope_tables(&config, device)?;
@@ -209,7 +210,7 @@ impl Transformer {
         let c = &self.config;
         let a = &layer.attention;
         let (batch, new, _) = x.dims3()?;
-        let project = |m: &QMatMul, bias: &Option<Tensor>, heads: usize| -> Result<Tensor> {
+        let project = |m: &Matrix, bias: &Option<Tensor>, heads: usize| -> Result<Tensor> {
             let mut y = m.forward(x)?;
             if let Some(b) = bias {
                 y = y.broadcast_add(b)?;

@@ -1,0 +1,122 @@
+use super::*;
+use candle_core::quantized::QMatMul;
+use candle_core::Module;
+
+/// Deterministic values in [-1, 1).
+fn values(count: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..count)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+fn kernels() -> Vec<Kernel> {
+    let best = Kernel::best_supported();
+    [Kernel::Avx512Vnni, Kernel::Avx2, Kernel::Scalar]
+        .into_iter()
+        .filter(|&k| match best {
+            Kernel::Avx512Vnni => true,
+            Kernel::Avx2 => k != Kernel::Avx512Vnni,
+            Kernel::Scalar => k == Kernel::Scalar,
+        })
+        .collect()
+}
+
+#[test]
+fn simd_paths_match_the_scalar_path_bit_for_bit() {
+    // 40 outputs: two full groups and a padded one; 9 rows: a full tile and a tail.
+    let (outputs, inputs) = (40, 96);
+    let matrix = Int8Matrix::quantize(&values(outputs * inputs, 1), outputs, inputs);
+    for rows in [1, 3, 8, 9, 17] {
+        let x = values(rows * inputs, rows as u64 + 7);
+        let mut reference = vec![0f32; rows * outputs];
+        matrix.matmul(&x, rows, &mut reference, Kernel::Scalar);
+        for kernel in kernels() {
+            let mut out = vec![f32::NAN; rows * outputs];
+            matrix.matmul(&x, rows, &mut out, kernel);
+            assert_eq!(out, reference, "{} with {rows} rows", kernel.name());
+        }
+    }
+}
+
+#[test]
+fn products_are_close_to_the_f32_product() {
+    let (outputs, inputs, rows) = (48, 256, 5);
+    let weights = values(outputs * inputs, 3);
+    let x = values(rows * inputs, 4);
+    let matrix = Int8Matrix::quantize(&weights, outputs, inputs);
+    let mut out = vec![0f32; rows * outputs];
+    matrix.matmul(&x, rows, &mut out, Kernel::detect());
+    for r in 0..rows {
+        for o in 0..outputs {
+            let exact: f32 = (0..inputs)
+                .map(|i| weights[o * inputs + i] * x[r * inputs + i])
+                .sum();
+            // Two 8-bit roundings over 256 terms of size <= 1.
+            let got = out[r * outputs + o];
+            assert!(
+                (got - exact).abs() < 0.15,
+                "row {r} output {o}: {got} vs {exact}"
+            );
+        }
+    }
+}
+
+#[test]
+fn q8_0_tensors_pack_exactly_and_agree_with_candle() {
+    let (outputs, inputs, rows) = (32, 128, 3);
+    let weights =
+        Tensor::from_vec(values(outputs * inputs, 5), (outputs, inputs), &Device::Cpu).unwrap();
+    let q8 = QTensor::quantize(&weights, GgmlDType::Q8_0).unwrap();
+    let matrix = Int8Matrix::from_qtensor(&q8).unwrap().expect("Q8_0 packs");
+    // Packing Q8_0 keeps its quants: the dequantized weights requantize to the same blocks.
+    let dequantized = q8
+        .dequantize(&Device::Cpu)
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .to_vec1::<f32>()
+        .unwrap();
+    let requantized = Int8Matrix::quantize(&dequantized, outputs, inputs);
+    assert_eq!(matrix.packed, requantized.packed);
+
+    let x = Tensor::from_vec(values(rows * inputs, 6), (1, rows, inputs), &Device::Cpu).unwrap();
+    let ours = matrix.forward(&x).unwrap();
+    assert_eq!(ours.dims(), &[1, rows, outputs]);
+    let theirs = QMatMul::from_qtensor(q8).unwrap().forward(&x).unwrap();
+    let diff = (ours - theirs)
+        .unwrap()
+        .abs()
+        .unwrap()
+        .max_all()
+        .unwrap()
+        .to_scalar::<f32>()
+        .unwrap();
+    // Both quantize the activations to 8 bits, candle with an f16 scale.
+    assert!(
+        diff < 1e-2,
+        "largest difference from candle's Q8_0 product: {diff}"
+    );
+}
+
+#[test]
+fn k_quants_and_unaligned_inputs_stay_with_candle() {
+    let weights = Tensor::from_vec(values(16 * 256, 8), (16, 256), &Device::Cpu).unwrap();
+    let q4k = QTensor::quantize(&weights, GgmlDType::Q4K).unwrap();
+    assert!(Int8Matrix::from_qtensor(&q4k).unwrap().is_none());
+}
+
+#[test]
+fn wrong_activation_width_is_an_error() {
+    let matrix = Int8Matrix::quantize(&values(16 * 64, 9), 16, 64);
+    let x = Tensor::zeros((2, 32), candle_core::DType::F32, &Device::Cpu).unwrap();
+    let err = matrix.forward(&x).unwrap_err().to_string();
+    assert!(err.contains("64 inputs"), "{err}");
+}

@@ -1,0 +1,46 @@
+//! A weight matrix of the transformer: our packed 8-bit blocks on CPU where
+//! the type allows, otherwise candle's quantized or dense matrices.
+
+use super::int8::Int8Matrix;
+use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
+use candle_core::{Device, Module, Result, Tensor};
+use std::sync::Arc;
+
+pub enum Matrix {
+    Int8(Int8Matrix),
+    Candle(QMatMul),
+}
+
+impl Matrix {
+    /// Packs `tensor` as 8-bit blocks when it runs on the CPU and its type
+    /// packs, unless `IESR_KERNELS=candle` asks for candle's kernels (for
+    /// comparisons). For candle, Q5_0/Q5_1 (no SIMD kernel in its CPU
+    /// backend) are requantized to Q8_0, which has one.
+    pub fn from_qtensor(tensor: Arc<QTensor>, device: &Device) -> Result<Matrix> {
+        if device.is_cpu() && !candle_kernels_only() {
+            if let Some(packed) = Int8Matrix::from_qtensor(&tensor)? {
+                return Ok(Matrix::Int8(packed));
+            }
+        }
+        let tensor = if matches!(tensor.dtype(), GgmlDType::Q5_0 | GgmlDType::Q5_1) {
+            Arc::new(QTensor::quantize(
+                &tensor.dequantize(device)?,
+                GgmlDType::Q8_0,
+            )?)
+        } else {
+            tensor
+        };
+        Ok(Matrix::Candle(QMatMul::from_arc(tensor)?))
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        match self {
+            Matrix::Int8(m) => m.forward(x),
+            Matrix::Candle(m) => m.forward(x),
+        }
+    }
+}
+
+fn candle_kernels_only() -> bool {
+    std::env::var("IESR_KERNELS").as_deref() == Ok("candle")
+}
