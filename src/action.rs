@@ -110,7 +110,7 @@ fn default_weight() -> f64 {
 }
 
 /// What one application of an action produced.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct StepOutput {
     /// The text shown to later steps (compact JSON for JSON outputs).
     pub text: String,
@@ -118,6 +118,9 @@ pub struct StepOutput {
     pub sql: Option<String>,
     /// Why the output could not be read as the action's kind, if it could not.
     pub parse_error: Option<String>,
+    /// The query as the model wrote it, when misspelt names were fixed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fixed_from: Option<String>,
 }
 
 impl Action {
@@ -136,19 +139,17 @@ impl Action {
         match self.output {
             OutputKind::Text => StepOutput {
                 text,
-                sql: None,
-                parse_error: None,
+                ..StepOutput::default()
             },
             OutputKind::Json => match parse_value(&text) {
                 Ok(value) => StepOutput {
                     text: value.to_string(),
-                    sql: None,
-                    parse_error: None,
+                    ..StepOutput::default()
                 },
                 Err(e) => StepOutput {
                     text,
-                    sql: None,
                     parse_error: Some(e),
+                    ..StepOutput::default()
                 },
             },
             OutputKind::Sql => {
@@ -159,6 +160,7 @@ impl Action {
                         .then(|| "no SQL query in the output".to_string()),
                     text,
                     sql,
+                    fixed_from: None,
                 }
             }
         }

@@ -5,7 +5,7 @@
 //! answer.
 
 /// Longest repeating span looked for, in tokens.
-const MAX_PERIOD: usize = 16;
+const MAX_PERIOD: usize = 32;
 /// A span must repeat this many times in a row...
 const MIN_REPEATS: usize = 6;
 /// ...and the repeats must cover at least this many tokens.

@@ -3,7 +3,7 @@
 //! output, and execute any query it wrote. Shared by the tree search and the
 //! discriminator, so both see states the same way.
 
-use super::repair::SchemaNames;
+use super::repair::{SchemaNames, MAX_FIXES};
 use crate::action::{Action, ActionSet, OutputKind, StepOutput, TerminalRule};
 use crate::db::{Executor, QueryOutcome};
 use crate::error::Result;
@@ -113,6 +113,9 @@ impl Reasoner<'_> {
                         "```sql\n{sql}\n```\nExecution: {}",
                         execution_note(outcome)
                     );
+                    if output.fixed_from.is_some() {
+                        out.push_str("(misspelt names in the written query were fixed)\n");
+                    }
                     if let Err(e) = outcome {
                         if let Some(note) = self.context.names.suggest(&e.to_string(), sql) {
                             let _ = writeln!(out, "Schema note: {note}");
@@ -150,10 +153,13 @@ impl Reasoner<'_> {
         let mut executions = self.executor.query_many(&sqls).into_iter();
         let steps = outputs
             .into_iter()
-            .map(|output| Step {
-                action: Some(action_index),
-                execution: output.sql.as_ref().and_then(|_| executions.next()),
-                output: Some(output),
+            .map(|output| {
+                let execution = output.sql.as_ref().and_then(|_| executions.next());
+                self.fix_names(Step {
+                    action: Some(action_index),
+                    execution,
+                    output: Some(output),
+                })
             })
             .collect();
         let record = CallRecord {
@@ -166,6 +172,35 @@ impl Reasoner<'_> {
             usage: generation.usage,
         };
         Ok((steps, record))
+    }
+
+    /// The step with misspelt table or column names in its failed query
+    /// replaced by the clearly closest real ones, when the fixed query runs.
+    fn fix_names(&self, mut step: Step) -> Step {
+        let (Some(output), Some(Err(error))) = (&step.output, &step.execution) else {
+            return step;
+        };
+        let Some(original) = output.sql.clone() else {
+            return step;
+        };
+        let mut sql = original.clone();
+        let mut error = error.to_string();
+        for _ in 0..MAX_FIXES {
+            let Some(fixed) = self.context.names.fix(&error, &sql) else {
+                return step;
+            };
+            match self.executor.query(&fixed) {
+                Ok(result) => {
+                    let output = step.output.as_mut().expect("checked above");
+                    output.sql = Some(fixed);
+                    output.fixed_from = Some(original);
+                    step.execution = Some(Ok(result));
+                    return step;
+                }
+                Err(e) => (sql, error) = (fixed, e.to_string()),
+            }
+        }
+        step
     }
 
     /// The sampling an action's file asks for.
@@ -224,32 +259,39 @@ mod tests {
     use crate::db::ExecConfig;
     use crate::understand::demo;
 
-    #[test]
-    fn a_query_naming_a_missing_column_is_followed_by_the_real_names() {
-        let executor = Executor::open(&demo::database(), ExecConfig::default()).unwrap();
-        let actions = ActionSet::builtin();
-        let context = QuestionContext {
+    fn context() -> QuestionContext {
+        QuestionContext {
             schema: String::new(),
             question: "How old is the oldest singer?".into(),
             hint: None,
             understanding: String::new(),
             names: SchemaNames::of(&demo::schema()),
-        };
+        }
+    }
+
+    fn drafted(actions: &ActionSet, executor: &Executor, sql: &str) -> Step {
+        Step {
+            action: actions.index_of("A5"),
+            output: Some(StepOutput {
+                text: String::new(),
+                sql: Some(sql.into()),
+                ..StepOutput::default()
+            }),
+            execution: Some(executor.query(sql)),
+        }
+    }
+
+    #[test]
+    fn a_query_naming_a_missing_column_is_followed_by_the_real_names() {
+        let executor = Executor::open(&demo::database(), ExecConfig::default()).unwrap();
+        let actions = ActionSet::builtin();
+        let context = context();
         let reasoner = Reasoner {
             actions: &actions,
             executor: &executor,
             context: &context,
         };
-        let sql = "SELECT MAX(Agee) FROM singer";
-        let draft = Step {
-            action: actions.index_of("A5"),
-            output: Some(StepOutput {
-                text: String::new(),
-                sql: Some(sql.into()),
-                parse_error: None,
-            }),
-            execution: Some(executor.query(sql)),
-        };
+        let draft = drafted(&actions, &executor, "SELECT MAX(Agee) FROM singer");
         let revise = actions.get(actions.index_of("A6").unwrap());
         let prompt = reasoner.prompt(&[&draft], revise);
         let user = &prompt[1].content;
@@ -258,5 +300,35 @@ mod tests {
             user.contains("Schema note: no column `Agee`; the closest are singer.Age"),
             "{user}"
         );
+    }
+
+    #[test]
+    fn misspelt_names_are_fixed_when_the_fixed_query_runs() {
+        let executor = Executor::open(&demo::database(), ExecConfig::default()).unwrap();
+        let actions = ActionSet::builtin();
+        let context = context();
+        let reasoner = Reasoner {
+            actions: &actions,
+            executor: &executor,
+            context: &context,
+        };
+        let written = "SELECT MAX(Agee) FROM singers";
+        let step = reasoner.fix_names(drafted(&actions, &executor, written));
+        let output = step.output.as_ref().unwrap();
+        assert_eq!(output.sql.as_deref(), Some("SELECT MAX(Age) FROM singer"));
+        assert_eq!(output.fixed_from.as_deref(), Some(written));
+        assert!(matches!(step.execution, Some(Ok(_))));
+        let revise = actions.get(actions.index_of("A6").unwrap());
+        let user = &reasoner.prompt(&[&step], revise)[1].content;
+        assert!(
+            user.contains("misspelt names in the written query were fixed"),
+            "{user}"
+        );
+
+        // An invented column has no clearly closest name: the step stays failed.
+        let invented = "SELECT MAX(Lift) FROM singer";
+        let step = reasoner.fix_names(drafted(&actions, &executor, invented));
+        assert_eq!(step.sql(), Some(invented));
+        assert!(matches!(step.execution, Some(Err(_))));
     }
 }

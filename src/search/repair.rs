@@ -1,7 +1,9 @@
 //! When a query names a table or column that does not exist, or a column
 //! name that is ambiguous, the revision step is told which real names come
 //! closest (from the full schema, so a table the compressed view dropped can
-//! come back) instead of guessing again from the error alone.
+//! come back) instead of guessing again from the error alone. A misspelt
+//! name with one clearly closest real name is also fixed in place
+//! (`SchemaNames::fix`), since small models often repeat the misspelling.
 
 use super::reasoner::truncate_chars;
 use crate::db::Schema;
@@ -12,6 +14,11 @@ const MIN_SIMILARITY: f64 = 0.3;
 const MAX_SUGGESTIONS: usize = 4;
 /// Longest note, in characters, so one error cannot crowd the prompt.
 const MAX_CHARS: usize = 320;
+/// Least edit-distance similarity (1 - distance / longer length) for a name
+/// to replace a missing one without asking: one typo in a 4-letter name.
+const MIN_FIX_SIMILARITY: f64 = 0.7;
+/// Names fixed in one query at most (each fix needs one more execution).
+pub const MAX_FIXES: usize = 3;
 
 /// The table and column names of a database.
 #[derive(Debug, Clone, Default)]
@@ -61,13 +68,9 @@ impl SchemaNames {
             return format!("no column `{column}`; the closest are {}", close.join(", "));
         }
         // Nothing is spelled alike: show what the query's own tables hold.
-        let identifiers: Vec<&str> = sql
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .collect();
         let used: Vec<String> = self
-            .tables
-            .iter()
-            .filter(|(t, _)| identifiers.iter().any(|i| i.eq_ignore_ascii_case(t)))
+            .tables_used(sql)
+            .into_iter()
             .map(|(t, cols)| format!("{t}({})", cols.join(", ")))
             .collect();
         if used.is_empty() {
@@ -108,6 +111,129 @@ impl SchemaNames {
             owners.join(" and ")
         )
     }
+}
+
+impl SchemaNames {
+    /// The query with the missing table or column of `error` replaced by the
+    /// one real name closest to it, when one is close and clearly closest.
+    /// A column of the query's own tables is preferred; failing that, a query
+    /// that reads one table is pointed at the one other table that has the
+    /// column. None when no such fix exists.
+    pub fn fix(&self, error: &str, sql: &str) -> Option<String> {
+        if let Some(name) = after(error, "no such column:") {
+            let column = name.rsplit('.').next().unwrap_or(name);
+            let used = self.tables_used(sql);
+            let own = used
+                .iter()
+                .flat_map(|(_, cols)| cols.iter().map(|c| (c.as_str(), ())));
+            if let Some((real, ())) = clearly_closest(column, own) {
+                // Present under this spelling: the error lies elsewhere.
+                return (!real.eq_ignore_ascii_case(column))
+                    .then(|| replace_identifier(sql, column, real))
+                    .flatten();
+            }
+            let [(only, _)] = used.as_slice() else {
+                return None;
+            };
+            let elsewhere = self
+                .tables
+                .iter()
+                .filter(|(t, _)| t != only)
+                .flat_map(|(t, cols)| cols.iter().map(move |c| (c.as_str(), t.as_str())));
+            let (real, table) = clearly_closest(column, elsewhere)?;
+            let moved = replace_identifier(sql, only, table)?;
+            if real.eq_ignore_ascii_case(column) {
+                Some(moved)
+            } else {
+                replace_identifier(&moved, column, real)
+            }
+        } else if let Some(name) = after(error, "no such table:") {
+            let tables = self.tables.iter().map(|(t, _)| (t.as_str(), ()));
+            let (real, ()) = clearly_closest(name, tables)?;
+            replace_identifier(sql, name, real)
+        } else {
+            None
+        }
+    }
+
+    /// The tables `sql` names.
+    fn tables_used(&self, sql: &str) -> Vec<&(String, Vec<String>)> {
+        let identifiers: Vec<&str> = sql
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .collect();
+        self.tables
+            .iter()
+            .filter(|(t, _)| identifiers.iter().any(|i| i.eq_ignore_ascii_case(t)))
+            .collect()
+    }
+}
+
+/// The name most like `wanted` (with what it came with), if similar enough
+/// and strictly ahead of every different name; the same name met twice
+/// counts once.
+fn clearly_closest<'a, T: Copy>(
+    wanted: &str,
+    names: impl Iterator<Item = (&'a str, T)>,
+) -> Option<(&'a str, T)> {
+    let mut scored: Vec<(f64, &str, T)> = names
+        .map(|(name, with)| (spelling_similarity(name, wanted), name, with))
+        .filter(|(s, _, _)| *s >= MIN_FIX_SIMILARITY)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let &(best_score, best, with) = scored.first()?;
+    let tied = scored.iter().skip(1).any(|&(s, _, _)| s >= best_score);
+    (!tied).then_some((best, with))
+}
+
+/// Case-blind Damerau-Levenshtein similarity: trigrams undervalue one typo
+/// in a short name ("Agee" and "Age" share 2 of 5).
+fn spelling_similarity(a: &str, b: &str) -> f64 {
+    strsim::normalized_damerau_levenshtein(&a.to_lowercase(), &b.to_lowercase())
+}
+
+/// `sql` with every whole-word occurrence of the identifier `old` outside
+/// string literals replaced by `new`; None when there is none.
+fn replace_identifier(sql: &str, old: &str, new: &str) -> Option<String> {
+    let mut out = String::with_capacity(sql.len() + new.len());
+    let mut replaced = false;
+    let mut chars = sql.char_indices().peekable();
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    while let Some((start, c)) = chars.next() {
+        if c == '\'' {
+            // Copy the literal through its closing quote ('' escapes a quote).
+            out.push(c);
+            while let Some((_, d)) = chars.next() {
+                out.push(d);
+                if d == '\'' {
+                    if chars.peek().map(|&(_, e)| e) == Some('\'') {
+                        out.push('\'');
+                        chars.next();
+                    } else {
+                        break;
+                    }
+                }
+            }
+        } else if is_word(c) {
+            let mut end = start + c.len_utf8();
+            while let Some(&(i, d)) = chars.peek() {
+                if !is_word(d) {
+                    break;
+                }
+                end = i + d.len_utf8();
+                chars.next();
+            }
+            let word = &sql[start..end];
+            if word.eq_ignore_ascii_case(old) {
+                out.push_str(new);
+                replaced = true;
+            } else {
+                out.push_str(word);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    replaced.then_some(out)
 }
 
 /// The text after `marker` in `error`, trimmed of quotes and spaces.
@@ -187,5 +313,63 @@ mod tests {
             "`Aircraft_ID` is a column of aircraft and airport_aircraft; qualify it with its table or alias"
         );
         assert_eq!(n.suggest("near \"FROM\": syntax error", ""), None);
+    }
+
+    #[test]
+    fn a_clearly_closest_name_is_fixed_in_place_outside_literals() {
+        let n = names();
+        let sql = "SELECT Max_Gros_Weight FROM aircraft WHERE Max_Gros_Weight > 1 AND Aircraft_ID = 'Max_Gros_Weight'";
+        assert_eq!(
+            n.fix("no such column: Max_Gros_Weight", sql).as_deref(),
+            Some("SELECT Max_Gross_Weight FROM aircraft WHERE Max_Gross_Weight > 1 AND Aircraft_ID = 'Max_Gros_Weight'")
+        );
+        assert_eq!(
+            n.fix("no such table: aircrafts", "SELECT * FROM aircrafts AS a")
+                .as_deref(),
+            Some("SELECT * FROM aircraft AS a")
+        );
+        // A qualified name keeps its qualifier; quoted identifiers keep their quotes.
+        assert_eq!(
+            n.fix(
+                "no such column: T1.Total_Disc_Area",
+                "SELECT T1.\"Total_Disc_Area\" FROM aircraft AS T1"
+            )
+            .as_deref(),
+            Some("SELECT T1.\"Total_Disk_Area\" FROM aircraft AS T1")
+        );
+    }
+
+    #[test]
+    fn names_that_are_far_or_equally_close_to_two_are_not_fixed() {
+        let n = names();
+        assert_eq!(
+            n.fix("no such column: Lift", "SELECT Lift FROM aircraft"),
+            None
+        );
+        // Two names equally close: no guess.
+        let two = SchemaNames {
+            tables: vec![("t".into(), vec!["Speed_Max".into(), "Speed_Min".into()])],
+        };
+        assert_eq!(
+            two.fix("no such column: Speed_M", "SELECT Speed_M FROM t"),
+            None
+        );
+        assert_eq!(n.fix("near \"FROM\": syntax error", "SELECT FROM"), None);
+    }
+
+    #[test]
+    fn a_one_table_query_is_pointed_at_the_table_that_has_the_column() {
+        let n = names();
+        assert_eq!(
+            n.fix(
+                "no such column: Max_Gross_Weight",
+                "SELECT AVG(Max_Gross_Weight) FROM airport_aircraft WHERE airport_aircraft.ID = 1"
+            )
+            .as_deref(),
+            Some("SELECT AVG(Max_Gross_Weight) FROM aircraft WHERE aircraft.ID = 1")
+        );
+        // A join is left alone: which side is wrong is not clear.
+        let joined = "SELECT T2.Total_Disk_Area FROM aircraft AS T1 JOIN airport_aircraft AS T2 ON T1.Aircraft_ID = T2.Aircraft_ID";
+        assert_eq!(n.fix("no such column: T2.Total_Disk_Area", joined), None);
     }
 }

@@ -202,7 +202,7 @@ pub fn understand(
         Some((schema, _)) => render_schema(schema, inputs.schema_chars),
         None => inputs.full_schema.to_string(),
     };
-    let notes = render_notes(&verified, &links);
+    let notes = render_notes(&verified, &links, &ranked_columns);
     let understanding = Understanding {
         schema_text,
         notes: notes.clone(),
@@ -248,8 +248,11 @@ fn unverified(state: &SemanticState) -> Verified {
     }
 }
 
+/// Columns ranked by embedding similarity that the notes name.
+const RANKED_IN_NOTES: usize = 3;
+
 /// The notes every later prompt carries: what stage 1 found and kept.
-fn render_notes(verified: &Verified, links: &[LinkMatch]) -> String {
+fn render_notes(verified: &Verified, links: &[LinkMatch], ranked: &[ColumnScore]) -> String {
     let mut lines = Vec::new();
     let list = |kind: &str| -> Vec<String> {
         let mut items: Vec<String> = verified
@@ -262,6 +265,20 @@ fn render_notes(verified: &Verified, links: &[LinkMatch]) -> String {
     };
     let mut columns = list("column");
     columns.extend(list("relation").into_iter().filter(|r| !r.contains(':')));
+    // What linking found by name and by meaning, though the model named
+    // neither: a small model often misses the column that holds a quantity.
+    columns.extend(
+        links
+            .iter()
+            .filter(|l| l.value.is_none())
+            .map(|l| format!("{}.{}", l.table, l.column)),
+    );
+    columns.extend(
+        ranked
+            .iter()
+            .take(RANKED_IN_NOTES)
+            .map(|c| format!("{}.{}", c.table, c.column)),
+    );
     columns.sort();
     columns.dedup();
     if !columns.is_empty() {

@@ -113,9 +113,11 @@ impl RuleBase {
                         }
                     })
                     .count();
-                (f, (hits as f64 / 2.0).min(1.0))
+                (f, hits)
             })
-            .filter(|(_, s)| *s > 0.0)
+            // One shared word ("volume", "speed") is too weak a sign.
+            .filter(|&(_, hits)| hits >= 2)
+            .map(|(f, hits)| (f, (hits as f64 / 2.0).min(1.0)))
             .max_by(|a, b| a.1.total_cmp(&b.1))
     }
 }
@@ -163,5 +165,9 @@ mod tests {
         assert_eq!(formula.name, "speed");
         assert_eq!(similarity, 1.0);
         assert!(rules.best_formula("name of the singer").is_none());
+        // One shared word is not enough.
+        assert!(rules
+            .best_formula("average freight volume per movement")
+            .is_none());
     }
 }
