@@ -3,13 +3,19 @@
 //! generation and written in place, so decoding never concatenates or
 //! copies what is already cached. Snapshots (contiguous copies of a prefix)
 //! seed new caches: the prefix cache and the n rows of a sampling batch.
+//! The rows of a sampling batch share their prompt: it is stored once, and
+//! attention reads it once for all rows (see `Transformer::attention`).
 
 use candle_core::{DType, Device, Result, Tensor};
 
 pub struct KvCache {
+    /// Leading positions every row reads but no row owns, stored once.
+    shared: Option<KvSnapshot>,
+    /// Each row's own positions, after the shared ones.
     layers: Vec<(Tensor, Tensor)>,
-    /// Positions filled (the same for every row).
+    /// Own positions filled (the same for every row).
     len: usize,
+    /// Own positions the buffers hold.
     capacity: usize,
     /// Per row, how many leading positions are padding: rows holding
     /// prompts of unequal length are left-padded to a common length, and the
@@ -63,6 +69,7 @@ impl KvCache {
             })
             .collect::<Result<_>>()?;
         Ok(KvCache {
+            shared: None,
             layers,
             len: 0,
             capacity,
@@ -70,7 +77,8 @@ impl KvCache {
         })
     }
 
-    /// A cache of `batch` rows whose first positions hold `prefix`.
+    /// A cache of `batch` rows starting with `prefix`, for up to `capacity`
+    /// positions in all: one row gets its own copy, several rows share it.
     pub fn from_snapshot(
         prefix: &KvSnapshot,
         batch: usize,
@@ -79,19 +87,29 @@ impl KvCache {
     ) -> Result<Self> {
         let (k0, _) = &prefix.layers[0];
         let (_, kv_heads, _, head_dim) = k0.dims4()?;
+        let own_capacity = if batch == 1 {
+            capacity
+        } else {
+            capacity.saturating_sub(prefix.len)
+        };
         let cache = KvCache::new(
             prefix.layers.len(),
             batch,
             kv_heads,
             head_dim,
-            capacity,
+            own_capacity,
             k0.dtype(),
             device,
         )?;
+        if batch > 1 {
+            return Ok(KvCache {
+                shared: Some(prefix.clone()),
+                ..cache
+            });
+        }
         for ((k, v), (pk, pv)) in cache.layers.iter().zip(&prefix.layers) {
-            let rows = |t: &Tensor| t.repeat((batch, 1, 1, 1));
-            k.slice_set(&rows(pk)?, 2, 0)?;
-            v.slice_set(&rows(pv)?, 2, 0)?;
+            k.slice_set(pk, 2, 0)?;
+            v.slice_set(pv, 2, 0)?;
         }
         Ok(KvCache {
             len: prefix.len,
@@ -99,12 +117,37 @@ impl KvCache {
         })
     }
 
+    /// `rows` rows that all continue this one-row cache, sharing what it
+    /// holds, with room for `capacity` positions in all.
+    pub fn share(&self, rows: usize, capacity: usize) -> Result<KvCache> {
+        if self.batch() != 1 || self.shared.is_some() {
+            candle_core::bail!("only a one-row cache without a shared part can be shared");
+        }
+        let prefix = self.snapshot(0, self.len)?;
+        KvCache::from_snapshot(&prefix, rows, capacity, self.layers[0].0.device())
+    }
+
+    /// Positions filled, shared ones included: the next token's position.
     pub fn len(&self) -> usize {
-        self.len
+        self.shared_len() + self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
+    }
+
+    /// Positions each row holds itself.
+    pub fn own_len(&self) -> usize {
+        self.len
+    }
+
+    pub fn shared_len(&self) -> usize {
+        self.shared.as_ref().map_or(0, KvSnapshot::len)
+    }
+
+    /// The shared keys and values of `layer`, (1, kv_heads, shared, d).
+    pub fn shared_layer(&self, layer: usize) -> Option<&(Tensor, Tensor)> {
+        self.shared.as_ref().map(|s| &s.layers[layer])
     }
 
     pub fn batch(&self) -> usize {
@@ -119,24 +162,29 @@ impl KvCache {
     /// Declares the left padding of each row before the first forward pass.
     pub fn set_padding(&mut self, padding: Vec<usize>) {
         assert_eq!(padding.len(), self.batch(), "one padding count per row");
+        assert!(
+            self.shared.is_none(),
+            "rows sharing a prefix have no padding"
+        );
         self.padding = padding;
     }
 
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.shared_len() + self.capacity
     }
 
     /// Writes one layer's new keys and values, shaped (batch, kv_heads,
     /// new, head_dim), after the filled positions, and returns views of
-    /// everything cached for that layer including them. [`Self::advance`]
+    /// the rows' own keys and values for that layer including them (shared
+    /// ones come from [`Self::shared_layer`]). [`Self::advance`]
     /// moves the fill mark once every layer has written.
     pub fn write(&self, layer: usize, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
         let new = k.dim(2)?;
         if self.len + new > self.capacity {
             candle_core::bail!(
                 "key/value cache full: {} + {new} positions exceed its capacity of {}",
-                self.len,
-                self.capacity
+                self.len(),
+                self.capacity()
             );
         }
         let (kc, vc) = &self.layers[layer];
@@ -162,6 +210,7 @@ impl KvCache {
             .map(|(k, v)| Ok((k.index_select(&index, 0)?, v.index_select(&index, 0)?)))
             .collect::<Result<_>>()?;
         Ok(KvCache {
+            shared: self.shared.clone(),
             layers,
             len: self.len,
             capacity: self.capacity,
@@ -169,15 +218,29 @@ impl KvCache {
         })
     }
 
-    /// A contiguous copy of row `row`'s first `len` positions.
+    /// A contiguous copy of row `row`'s first `len` positions, shared ones
+    /// included.
     pub fn snapshot(&self, row: usize, len: usize) -> Result<KvSnapshot> {
-        let len = len.min(self.len);
+        let len = len.min(self.len());
+        let shared = self.shared_len();
+        if let Some(prefix) = &self.shared {
+            if len <= shared {
+                return prefix.truncated(len);
+            }
+        }
         let layers = self
             .layers
             .iter()
-            .map(|(k, v)| {
-                let cut = |t: &Tensor| t.narrow(0, row, 1)?.narrow(2, 0, len)?.contiguous();
-                Ok((cut(k)?, cut(v)?))
+            .enumerate()
+            .map(|(layer, (k, v))| {
+                let own = |t: &Tensor| t.narrow(0, row, 1)?.narrow(2, 0, len - shared);
+                match self.shared_layer(layer) {
+                    Some((pk, pv)) => Ok((
+                        Tensor::cat(&[pk, &own(k)?], 2)?,
+                        Tensor::cat(&[pv, &own(v)?], 2)?,
+                    )),
+                    None => Ok((own(k)?.contiguous()?, own(v)?.contiguous()?)),
+                }
             })
             .collect::<Result<_>>()?;
         Ok(KvSnapshot { layers, len })
@@ -226,11 +289,30 @@ mod tests {
 
         let snapshot = cache.snapshot(0, 3)?;
         assert_eq!(snapshot.len(), 3);
-        let batch = KvCache::from_snapshot(&snapshot, 3, 6, &device)?;
-        assert_eq!(batch.len(), 3);
-        let row2 = batch.snapshot(2, 3)?;
-        let got = row2.layers[1].0.flatten_all()?.to_vec1::<f32>()?;
+        // Three rows share the prefix and own what follows.
+        let mut batch = KvCache::from_snapshot(&snapshot, 3, 6, &device)?;
+        assert_eq!((batch.len(), batch.own_len(), batch.capacity()), (3, 0, 6));
+        assert_eq!(batch.shared_layer(1).unwrap().0.dims(), &[1, 2, 3, 4]);
+        let own = Tensor::full(7f32, (3, 2, 1, 4), &device)?;
+        for layer in 0..2 {
+            let (own_k, _) = batch.write(layer, &own, &own)?;
+            assert_eq!(own_k.dims(), &[3, 2, 1, 4]);
+        }
+        batch.advance(1);
+        let row2 = batch.snapshot(2, 4)?;
+        let got = row2.layers[1]
+            .0
+            .narrow(2, 0, 3)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
         assert_eq!(got, k.flatten_all()?.to_vec1::<f32>()?);
+        let last = row2.layers[1]
+            .0
+            .narrow(2, 3, 1)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        assert_eq!(last, vec![7.0; 8]);
+        assert_eq!(batch.snapshot(0, 2)?.len(), 2);
         assert!(cache
             .write(0, &Tensor::ones((1, 2, 9, 4), DType::F32, &device)?, &step)
             .is_err());

@@ -202,7 +202,7 @@ impl LocalModel {
         let mut cache = if n == 1 {
             single
         } else {
-            single.select_rows(&vec![0; n]).map_err(inference)?
+            single.share(n, capacity).map_err(inference)?
         };
         let first = row_logits(&first_logits, 0).map_err(inference)?;
         let mut rows: Vec<RowState> = (0..n)

@@ -1,13 +1,13 @@
 //! A weight matrix of the transformer: our packed 8-bit blocks on CPU where
 //! the type allows, otherwise candle's quantized or dense matrices.
 
-use super::int8::Int8Matrix;
+use super::packed::PackedMatrix;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Module, Result, Tensor};
 use std::sync::Arc;
 
 pub enum Matrix {
-    Int8(Int8Matrix),
+    Packed(PackedMatrix),
     Candle(QMatMul),
 }
 
@@ -18,8 +18,8 @@ impl Matrix {
     /// backend) are requantized to Q8_0, which has one.
     pub fn from_qtensor(tensor: Arc<QTensor>, device: &Device) -> Result<Matrix> {
         if device.is_cpu() && !candle_kernels_only() {
-            if let Some(packed) = Int8Matrix::from_qtensor(&tensor)? {
-                return Ok(Matrix::Int8(packed));
+            if let Some(packed) = PackedMatrix::from_qtensor(&tensor)? {
+                return Ok(Matrix::Packed(packed));
             }
         }
         let tensor = if matches!(tensor.dtype(), GgmlDType::Q5_0 | GgmlDType::Q5_1) {
@@ -35,7 +35,7 @@ impl Matrix {
 
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         match self {
-            Matrix::Int8(m) => m.forward(x),
+            Matrix::Packed(m) => m.forward(x),
             Matrix::Candle(m) => m.forward(x),
         }
     }

@@ -165,8 +165,11 @@ impl Transformer {
             .lookup(&ids, self.config.dtype, &self.device)?
             .reshape((batch, new, self.config.hidden))?;
         let (cos, sin, mask) = if cache.padding().iter().all(|&p| p == 0) {
+            // Shared positions are visible to every new one: only the rows'
+            // own positions need the causal mask.
             let mask = if new > 1 {
-                Some(causal_mask(new, start, &self.device)?.to_dtype(self.config.dtype)?)
+                let own = cache.own_len();
+                Some(causal_mask(new, own, &self.device)?.to_dtype(self.config.dtype)?)
             } else {
                 None
             };
@@ -235,18 +238,46 @@ impl Transformer {
         // (batch, heads, new, d) -> (batch, kv_heads, group * new, d): the
         // heads sharing a key/value head become extra rows of one product.
         let group = c.n_heads / c.n_kv_heads;
-        let q = q.reshape((batch, c.n_kv_heads, group * new, c.head_dim))?;
+        let rows = group * new;
+        let q = q.reshape((batch, c.n_kv_heads, rows, c.head_dim))?;
         let scale = 1.0 / (c.head_dim as f64).sqrt();
         let scores = (q.matmul(&keys.t()?)? * scale)?;
         let scores = match mask {
             Some(m) => scores
                 .reshape((batch, c.n_kv_heads, group, new, total))?
                 .broadcast_add(m)?
-                .reshape((batch, c.n_kv_heads, group * new, total))?,
+                .reshape((batch, c.n_kv_heads, rows, total))?,
             None => scores,
         };
-        let weights = candle_nn::ops::softmax_last_dim(&scores)?;
-        let out = weights.matmul(&values)?;
+        let out = match cache.shared_layer(index) {
+            None => candle_nn::ops::softmax_last_dim(&scores)?.matmul(&values)?,
+            Some((shared_keys, shared_values)) => {
+                // The shared prompt is read once for all rows: every row's
+                // queries become rows of one product per key/value head,
+                // (1, kv_heads, batch * rows, d), and one softmax spans the
+                // shared and own positions.
+                let shared = shared_keys.dim(2)?;
+                let stacked = |t: &Tensor, width: usize| -> Result<Tensor> {
+                    t.transpose(0, 1)?
+                        .reshape((1, c.n_kv_heads, batch * rows, width))
+                };
+                let unstacked = |t: &Tensor, width: usize| -> Result<Tensor> {
+                    t.reshape((c.n_kv_heads, batch, rows, width))?
+                        .transpose(0, 1)
+                };
+                let shared_scores = (stacked(&q, c.head_dim)?.matmul(&shared_keys.t()?)? * scale)?;
+                let shared_scores = unstacked(&shared_scores, shared)?.contiguous()?;
+                let all = Tensor::cat(&[&shared_scores, &scores.contiguous()?], 3)?;
+                let weights = candle_nn::ops::softmax_last_dim(&all)?;
+                let from_shared =
+                    stacked(&weights.narrow(3, 0, shared)?, shared)?.matmul(shared_values)?;
+                let from_own = weights
+                    .narrow(3, shared, total)?
+                    .contiguous()?
+                    .matmul(&values)?;
+                (unstacked(&from_shared, c.head_dim)? + from_own)?
+            }
+        };
         let out = out
             .reshape((batch, c.n_heads, new, c.head_dim))?
             .transpose(1, 2)?

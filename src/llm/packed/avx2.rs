@@ -5,7 +5,11 @@
 
 #![cfg(target_arch = "x86_64")]
 
-use super::{ActBlock, TileSums, GROUP, PACKED_BLOCK, QUANT_BYTES, ROW_TILE};
+use super::{ActBlock, Format, TileSums, CHUNK, ROW_TILE};
+
+/// Bytes of one 8-bit block, and where its scales start.
+const SIZE: usize = Format::Int8.block_bytes();
+const SCALES: usize = SIZE - 32;
 use std::arch::x86_64::*;
 
 pub fn supported() -> bool {
@@ -15,7 +19,7 @@ pub fn supported() -> bool {
 }
 
 /// SAFETY: the CPU must have AVX2, FMA and F16C; `packed` holds `blocks`
-/// packed blocks and `acts` `rows` rows of `blocks` blocks.
+/// 8-bit blocks and `acts` `rows` rows of `blocks` blocks.
 pub unsafe fn tile(
     packed: &[u8],
     acts: &[ActBlock],
@@ -48,12 +52,12 @@ unsafe fn rows_of<const R: usize>(
     let offset = _mm256_set1_epi8(-128);
     let ones = _mm256_set1_epi16(1);
     for block in 0..blocks {
-        let base = packed[block * PACKED_BLOCK..][..PACKED_BLOCK].as_ptr();
+        let base = packed[block * SIZE..][..SIZE].as_ptr();
         // SAFETY: the slice above holds 8 x 64 quant bytes and 16 f16 scales.
         let scales = unsafe {
             [
-                _mm256_cvtph_ps(_mm_loadu_si128(base.add(QUANT_BYTES) as *const _)),
-                _mm256_cvtph_ps(_mm_loadu_si128(base.add(QUANT_BYTES + 16) as *const _)),
+                _mm256_cvtph_ps(_mm_loadu_si128(base.add(SCALES) as *const _)),
+                _mm256_cvtph_ps(_mm_loadu_si128(base.add(SCALES + 16) as *const _)),
             ]
         };
         for (r, acc) in acc.iter_mut().enumerate() {
@@ -64,9 +68,8 @@ unsafe fn rows_of<const R: usize>(
                 let four = _mm256_set1_epi32(four);
                 for (half, dot) in dot.iter_mut().enumerate() {
                     // SAFETY: within the block's quant bytes.
-                    let stored = unsafe {
-                        _mm256_loadu_si256(base.add(j * GROUP * 4 + half * 32) as *const _)
-                    };
+                    let stored =
+                        unsafe { _mm256_loadu_si256(base.add(j * CHUNK + half * 32) as *const _) };
                     let w = _mm256_xor_si256(stored, offset);
                     let pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(four, w));
                     *dot = _mm256_add_epi32(*dot, _mm256_madd_epi16(pairs, ones));

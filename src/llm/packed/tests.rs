@@ -29,21 +29,83 @@ fn kernels() -> Vec<Kernel> {
         .collect()
 }
 
-#[test]
-fn simd_paths_match_the_scalar_path_bit_for_bit() {
-    // 40 outputs: two full groups and a padded one; 9 rows: a full tile and a tail.
-    let (outputs, inputs) = (40, 96);
-    let matrix = Int8Matrix::quantize(&values(outputs * inputs, 1), outputs, inputs);
-    for rows in [1, 3, 8, 9, 17] {
-        let x = values(rows * inputs, rows as u64 + 7);
-        let mut reference = vec![0f32; rows * outputs];
-        matrix.matmul(&x, rows, &mut reference, Kernel::Scalar);
-        for kernel in kernels() {
-            let mut out = vec![f32::NAN; rows * outputs];
-            matrix.matmul(&x, rows, &mut out, kernel);
-            assert_eq!(out, reference, "{} with {rows} rows", kernel.name());
+/// A Q5_0 tensor of `values`, packed in 5 bits.
+fn int5_matrix(outputs: usize, inputs: usize, seed: u64) -> (QTensor, PackedMatrix) {
+    let weights = Tensor::from_vec(
+        values(outputs * inputs, seed),
+        (outputs, inputs),
+        &Device::Cpu,
+    )
+    .unwrap();
+    let q5 = QTensor::quantize(&weights, GgmlDType::Q5_0).unwrap();
+    let matrix = PackedMatrix::from_qtensor_for(&q5, Kernel::Scalar)
+        .unwrap()
+        .unwrap();
+    assert_eq!(matrix.format(), Format::Int5);
+    (q5, matrix)
+}
+
+/// Every weight of a packed matrix, row-major, as f32.
+fn dequantized(matrix: &PackedMatrix) -> Vec<f32> {
+    let size = matrix.format.block_bytes();
+    let blocks = matrix.inputs / BLOCK;
+    let mut out = Vec::with_capacity(matrix.outputs * matrix.inputs);
+    for row in 0..matrix.outputs {
+        let (group, column) = (row / GROUP, row % GROUP);
+        for input in 0..matrix.inputs {
+            let block = &matrix.packed[(group * blocks + input / BLOCK) * size..][..size];
+            let q = matrix.format.quant(block, column, input % BLOCK);
+            out.push(q as f32 * matrix.format.scale(block, column));
         }
     }
+    out
+}
+
+#[test]
+fn simd_paths_match_the_scalar_path_bit_for_bit() {
+    // 40 outputs: two full groups and a padded one; 9 and 17 rows: full
+    // tiles and tails.
+    let (outputs, inputs) = (40, 96);
+    let int8 = PackedMatrix::quantize(&values(outputs * inputs, 1), outputs, inputs);
+    let (_, int5) = int5_matrix(outputs, inputs, 2);
+    for matrix in [&int8, &int5] {
+        for rows in [1, 3, 8, 9, 17] {
+            let x = values(rows * inputs, rows as u64 + 7);
+            let mut reference = vec![0f32; rows * outputs];
+            matrix.matmul(&x, rows, &mut reference, Kernel::Scalar);
+            for kernel in kernels() {
+                let mut out = vec![f32::NAN; rows * outputs];
+                matrix.matmul(&x, rows, &mut out, kernel);
+                assert_eq!(
+                    out,
+                    reference,
+                    "{:?} with {} and {rows} rows",
+                    matrix.format(),
+                    kernel.name()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn q5_0_tensors_pack_exactly_in_five_bits() {
+    let (q5, matrix) = int5_matrix(24, 64, 10);
+    let theirs = q5
+        .dequantize(&Device::Cpu)
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .to_vec1::<f32>()
+        .unwrap();
+    assert_eq!(dequantized(&matrix), theirs);
+    // 5 bits and an f16 scale per weight block of 32: 22 bytes, as in Q5_0.
+    assert_eq!(Format::Int5.block_bytes(), 22 * GROUP);
+    // Where only the 8-bit kernels run fast, Q5_0 is requantized to 8 bits.
+    let int8 = PackedMatrix::from_qtensor_for(&q5, Kernel::Avx2)
+        .unwrap()
+        .unwrap();
+    assert_eq!(int8.format(), Format::Int8);
 }
 
 #[test]
@@ -51,7 +113,7 @@ fn products_are_close_to_the_f32_product() {
     let (outputs, inputs, rows) = (48, 256, 5);
     let weights = values(outputs * inputs, 3);
     let x = values(rows * inputs, 4);
-    let matrix = Int8Matrix::quantize(&weights, outputs, inputs);
+    let matrix = PackedMatrix::quantize(&weights, outputs, inputs);
     let mut out = vec![0f32; rows * outputs];
     matrix.matmul(&x, rows, &mut out, Kernel::detect());
     for r in 0..rows {
@@ -75,7 +137,10 @@ fn q8_0_tensors_pack_exactly_and_agree_with_candle() {
     let weights =
         Tensor::from_vec(values(outputs * inputs, 5), (outputs, inputs), &Device::Cpu).unwrap();
     let q8 = QTensor::quantize(&weights, GgmlDType::Q8_0).unwrap();
-    let matrix = Int8Matrix::from_qtensor(&q8).unwrap().expect("Q8_0 packs");
+    let matrix = PackedMatrix::from_qtensor(&q8)
+        .unwrap()
+        .expect("Q8_0 packs");
+    assert_eq!(matrix.format(), Format::Int8);
     // Packing Q8_0 keeps its quants: the dequantized weights requantize to the same blocks.
     let dequantized = q8
         .dequantize(&Device::Cpu)
@@ -84,7 +149,7 @@ fn q8_0_tensors_pack_exactly_and_agree_with_candle() {
         .unwrap()
         .to_vec1::<f32>()
         .unwrap();
-    let requantized = Int8Matrix::quantize(&dequantized, outputs, inputs);
+    let requantized = PackedMatrix::quantize(&dequantized, outputs, inputs);
     assert_eq!(matrix.packed, requantized.packed);
 
     let x = Tensor::from_vec(values(rows * inputs, 6), (1, rows, inputs), &Device::Cpu).unwrap();
@@ -110,12 +175,12 @@ fn q8_0_tensors_pack_exactly_and_agree_with_candle() {
 fn k_quants_and_unaligned_inputs_stay_with_candle() {
     let weights = Tensor::from_vec(values(16 * 256, 8), (16, 256), &Device::Cpu).unwrap();
     let q4k = QTensor::quantize(&weights, GgmlDType::Q4K).unwrap();
-    assert!(Int8Matrix::from_qtensor(&q4k).unwrap().is_none());
+    assert!(PackedMatrix::from_qtensor(&q4k).unwrap().is_none());
 }
 
 #[test]
 fn wrong_activation_width_is_an_error() {
-    let matrix = Int8Matrix::quantize(&values(16 * 64, 9), 16, 64);
+    let matrix = PackedMatrix::quantize(&values(16 * 64, 9), 16, 64);
     let x = Tensor::zeros((2, 32), candle_core::DType::F32, &Device::Cpu).unwrap();
     let err = matrix.forward(&x).unwrap_err().to_string();
     assert!(err.contains("64 inputs"), "{err}");

@@ -1,0 +1,103 @@
+//! AVX-512 VNNI: `vpdpbusd` multiplies 4 unsigned weight bytes by 4 signed
+//! activation bytes in each of 16 lanes, one lane per output. A block's
+//! weights are unpacked into 8 registers once and used for every row.
+
+#![cfg(target_arch = "x86_64")]
+
+use super::{ActBlock, Format, TileSums, CHUNK, CHUNKS, ROW_TILE};
+use std::arch::x86_64::*;
+
+pub fn supported() -> bool {
+    is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512bw")
+        && is_x86_feature_detected!("avx512vnni")
+}
+
+/// SAFETY: the CPU must have AVX-512 F, BW and VNNI; `packed` holds
+/// `blocks` blocks of `format` and `acts` `rows` rows of `blocks` blocks.
+pub unsafe fn tile(
+    format: Format,
+    packed: &[u8],
+    acts: &[ActBlock],
+    blocks: usize,
+    rows: usize,
+    sums: &mut TileSums,
+) {
+    // A constant row count keeps every accumulator in a register.
+    macro_rules! rows_of {
+        ($($r:literal)*) => {
+            match rows {
+                $($r => unsafe { rows_of::<$r>(format, packed, acts, blocks, sums) },)*
+                _ => unsafe { rows_of::<ROW_TILE>(format, packed, acts, blocks, sums) },
+            }
+        };
+    }
+    rows_of!(1 2 3 4 5 6 7);
+}
+
+/// The 8 chunks of one block as unsigned bytes, and the 16 scales.
+///
+/// SAFETY: `block` is one whole block of `format`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn unpack(format: Format, block: *const u8) -> ([__m512i; CHUNKS], __m512) {
+    unsafe {
+        let scales = _mm512_cvtph_ps(_mm256_loadu_si256(
+            block.add(format.block_bytes() - 32) as *const _
+        ));
+        let chunks = match format {
+            Format::Int8 => {
+                std::array::from_fn(|j| _mm512_loadu_si512(block.add(j * CHUNK) as *const _))
+            }
+            Format::Int5 => {
+                let nibble = _mm512_set1_epi8(0x0F);
+                let fifth = _mm512_set1_epi8(0x10);
+                let high_bits = block.add(CHUNKS / 2 * CHUNK) as *const u64;
+                std::array::from_fn(|j| {
+                    let pair = _mm512_loadu_si512(block.add(j / 2 * CHUNK) as *const _);
+                    let low = if j % 2 == 0 {
+                        _mm512_and_si512(pair, nibble)
+                    } else {
+                        _mm512_and_si512(_mm512_srli_epi16(pair, 4), nibble)
+                    };
+                    let high = _mm512_maskz_mov_epi8(high_bits.add(j).read_unaligned(), fifth);
+                    _mm512_or_si512(low, high)
+                })
+            }
+        };
+        (chunks, scales)
+    }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn rows_of<const R: usize>(
+    format: Format,
+    packed: &[u8],
+    acts: &[ActBlock],
+    blocks: usize,
+    sums: &mut TileSums,
+) {
+    let size = format.block_bytes();
+    let offset = format.offset();
+    let mut acc = [_mm512_setzero_ps(); R];
+    for block in 0..blocks {
+        let base = packed[block * size..][..size].as_ptr();
+        // SAFETY: the slice above is one whole block.
+        let (weights, scales) = unsafe { unpack(format, base) };
+        for (r, acc) in acc.iter_mut().enumerate() {
+            let act = &acts[r * blocks + block];
+            // Weights are stored plus the offset: start from -offset * sum(q).
+            let mut dot = _mm512_set1_epi32(-offset * act.sum);
+            for (j, &w) in weights.iter().enumerate() {
+                let four = i32::from_le_bytes(std::array::from_fn(|t| act.q[j * 4 + t] as u8));
+                dot = _mm512_dpbusd_epi32(dot, w, _mm512_set1_epi32(four));
+            }
+            let scale = _mm512_mul_ps(scales, _mm512_set1_ps(act.d));
+            *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, *acc);
+        }
+    }
+    for (r, acc) in acc.iter().enumerate() {
+        // SAFETY: a row of sums holds 16 f32.
+        unsafe { _mm512_storeu_ps(sums[r].as_mut_ptr(), *acc) };
+    }
+}
