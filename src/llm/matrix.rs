@@ -41,6 +41,15 @@ impl Matrix {
     }
 }
 
+/// The kernel packed matrices run on, for reports.
+pub fn packed_kernel() -> String {
+    if candle_kernels_only() {
+        "off".to_string()
+    } else {
+        super::packed::Kernel::detect().name().to_string()
+    }
+}
+
 fn candle_kernels_only() -> bool {
     std::env::var("IESR_KERNELS").as_deref() == Ok("candle")
 }

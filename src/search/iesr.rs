@@ -3,7 +3,6 @@
 
 use super::mcts::{NodeState, RolloutProgress, Search};
 use super::reasoner::{QuestionContext, Reasoner};
-use super::repair::SchemaNames;
 use super::tree::Tree;
 use super::{Answer, Engine};
 use crate::error::Result;
@@ -13,6 +12,7 @@ use crate::trace::{CandidateRecord, Execution, Trace, TreeNodeRecord};
 use crate::understand::embedding::ColumnEmbeddings;
 use crate::understand::linking::ValueIndex;
 use crate::understand::{self, Inputs};
+use std::sync::Arc;
 
 /// Seeds of the three stages, apart so that they never share draws.
 const SELECT_SEED_MIX: u64 = 0x5E1E_C7ED;
@@ -61,7 +61,7 @@ impl Engine {
             question: question.to_string(),
             hint: hint.map(String::from),
             understanding: notes,
-            names: SchemaNames::of(&self.schema),
+            names: Arc::clone(&self.names),
         };
         let reasoner = Reasoner {
             actions: &config.actions,

@@ -118,6 +118,9 @@ pub struct Engine {
     executor: Executor,
     schema: Schema,
     schema_text: String,
+    /// The schema's table and column names, for notes on and fixes of
+    /// queries that name wrong ones.
+    names: Arc<repair::SchemaNames>,
     config: SearchConfig,
     /// Stage 1's embedded columns, made on first use; the error says why
     /// they could not be.
@@ -131,12 +134,14 @@ impl Engine {
         let executor = Executor::open(db, config.exec.clone())?;
         let schema = Schema::load(db, &IntrospectOptions::default())?;
         let schema_text = render_schema(&schema, config.schema_chars);
+        let names = Arc::new(repair::SchemaNames::of(&schema));
         Ok(Engine {
             model,
             discriminator: None,
             executor,
             schema,
             schema_text,
+            names,
             config,
             column_embeddings: OnceLock::new(),
             value_index: OnceLock::new(),

@@ -11,6 +11,7 @@ use crate::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
 use crate::prompts::{REASONING_SYSTEM, REASONING_USER};
 use crate::trace::CallRecord;
 use std::fmt::Write;
+use std::sync::Arc;
 
 /// What every prompt of one question starts with.
 #[derive(Debug, Clone)]
@@ -21,7 +22,7 @@ pub struct QuestionContext {
     /// Stage 1's verified notes, empty when it did not run.
     pub understanding: String,
     /// The full schema's names, for notes on queries that name wrong ones.
-    pub names: SchemaNames,
+    pub names: Arc<SchemaNames>,
 }
 
 /// One applied action.
@@ -259,42 +260,60 @@ mod tests {
     use crate::db::ExecConfig;
     use crate::understand::demo;
 
-    fn context() -> QuestionContext {
-        QuestionContext {
-            schema: String::new(),
-            question: "How old is the oldest singer?".into(),
-            hint: None,
-            understanding: String::new(),
-            names: SchemaNames::of(&demo::schema()),
-        }
+    /// The demo database, the built-in actions and a question about singers.
+    struct Fixture {
+        executor: Executor,
+        actions: ActionSet,
+        context: QuestionContext,
     }
 
-    fn drafted(actions: &ActionSet, executor: &Executor, sql: &str) -> Step {
-        Step {
-            action: actions.index_of("A5"),
-            output: Some(StepOutput {
-                text: String::new(),
-                sql: Some(sql.into()),
-                ..StepOutput::default()
-            }),
-            execution: Some(executor.query(sql)),
+    impl Fixture {
+        fn new() -> Self {
+            Fixture {
+                executor: Executor::open(&demo::database(), ExecConfig::default()).unwrap(),
+                actions: ActionSet::builtin(),
+                context: QuestionContext {
+                    schema: String::new(),
+                    question: "How old is the oldest singer?".into(),
+                    hint: None,
+                    understanding: String::new(),
+                    names: Arc::new(SchemaNames::of(&demo::schema())),
+                },
+            }
+        }
+
+        fn reasoner(&self) -> Reasoner<'_> {
+            Reasoner {
+                actions: &self.actions,
+                executor: &self.executor,
+                context: &self.context,
+            }
+        }
+
+        /// An A5 step that wrote `sql`, executed.
+        fn drafted(&self, sql: &str) -> Step {
+            Step {
+                action: self.actions.index_of("A5"),
+                output: Some(StepOutput {
+                    text: String::new(),
+                    sql: Some(sql.into()),
+                    ..StepOutput::default()
+                }),
+                execution: Some(self.executor.query(sql)),
+            }
+        }
+
+        /// The user message of the revision prompt after `step`.
+        fn revision_prompt(&self, step: &Step) -> String {
+            let revise = self.actions.get(self.actions.index_of("A6").unwrap());
+            self.reasoner().prompt(&[step], revise)[1].content.clone()
         }
     }
 
     #[test]
     fn a_query_naming_a_missing_column_is_followed_by_the_real_names() {
-        let executor = Executor::open(&demo::database(), ExecConfig::default()).unwrap();
-        let actions = ActionSet::builtin();
-        let context = context();
-        let reasoner = Reasoner {
-            actions: &actions,
-            executor: &executor,
-            context: &context,
-        };
-        let draft = drafted(&actions, &executor, "SELECT MAX(Agee) FROM singer");
-        let revise = actions.get(actions.index_of("A6").unwrap());
-        let prompt = reasoner.prompt(&[&draft], revise);
-        let user = &prompt[1].content;
+        let f = Fixture::new();
+        let user = f.revision_prompt(&f.drafted("SELECT MAX(Agee) FROM singer"));
         assert!(user.contains("no such column: Agee"), "{user}");
         assert!(
             user.contains("Schema note: no column `Agee`; the closest are singer.Age"),
@@ -304,22 +323,14 @@ mod tests {
 
     #[test]
     fn misspelt_names_are_fixed_when_the_fixed_query_runs() {
-        let executor = Executor::open(&demo::database(), ExecConfig::default()).unwrap();
-        let actions = ActionSet::builtin();
-        let context = context();
-        let reasoner = Reasoner {
-            actions: &actions,
-            executor: &executor,
-            context: &context,
-        };
+        let f = Fixture::new();
         let written = "SELECT MAX(Agee) FROM singers";
-        let step = reasoner.fix_names(drafted(&actions, &executor, written));
+        let step = f.reasoner().fix_names(f.drafted(written));
         let output = step.output.as_ref().unwrap();
         assert_eq!(output.sql.as_deref(), Some("SELECT MAX(Age) FROM singer"));
         assert_eq!(output.fixed_from.as_deref(), Some(written));
         assert!(matches!(step.execution, Some(Ok(_))));
-        let revise = actions.get(actions.index_of("A6").unwrap());
-        let user = &reasoner.prompt(&[&step], revise)[1].content;
+        let user = f.revision_prompt(&step);
         assert!(
             user.contains("misspelt names in the written query were fixed"),
             "{user}"
@@ -327,7 +338,7 @@ mod tests {
 
         // An invented column has no clearly closest name: the step stays failed.
         let invented = "SELECT MAX(Lift) FROM singer";
-        let step = reasoner.fix_names(drafted(&actions, &executor, invented));
+        let step = f.reasoner().fix_names(f.drafted(invented));
         assert_eq!(step.sql(), Some(invented));
         assert!(matches!(step.execution, Some(Err(_))));
     }

@@ -5,7 +5,7 @@
 
 #![cfg(target_arch = "x86_64")]
 
-use super::{ActBlock, Format, TileSums, CHUNK, ROW_TILE};
+use super::{ActBlock, Format, Tile, TileSums, CHUNK, ROW_TILE};
 
 /// Bytes of one 8-bit block, and where its scales start.
 const SIZE: usize = Format::Int8.block_bytes();
@@ -18,27 +18,19 @@ pub fn supported() -> bool {
         && is_x86_feature_detected!("f16c")
 }
 
-/// SAFETY: the CPU must have AVX2, FMA and F16C; `packed` holds `blocks`
-/// 8-bit blocks and `acts` `rows` rows of `blocks` blocks.
-pub unsafe fn tile(
-    packed: &[u8],
-    acts: &[ActBlock],
-    blocks: usize,
-    rows: usize,
-    sums: &mut TileSums,
-) {
-    unsafe {
-        match rows {
-            1 => rows_of::<1>(packed, acts, blocks, sums),
-            2 => rows_of::<2>(packed, acts, blocks, sums),
-            3 => rows_of::<3>(packed, acts, blocks, sums),
-            4 => rows_of::<4>(packed, acts, blocks, sums),
-            5 => rows_of::<5>(packed, acts, blocks, sums),
-            6 => rows_of::<6>(packed, acts, blocks, sums),
-            7 => rows_of::<7>(packed, acts, blocks, sums),
-            _ => rows_of::<ROW_TILE>(packed, acts, blocks, sums),
-        }
+/// SAFETY: the CPU must have AVX2, FMA and F16C; the tile is in 8-bit
+/// format and its slices hold its blocks and rows.
+pub unsafe fn tile(tile: Tile<'_>, sums: &mut TileSums) {
+    debug_assert_eq!(tile.format, Format::Int8);
+    macro_rules! rows_of {
+        ($($r:literal)*) => {
+            match tile.rows {
+                $($r => unsafe { rows_of::<$r>(tile.packed, tile.acts, tile.blocks, sums) },)*
+                _ => unsafe { rows_of::<ROW_TILE>(tile.packed, tile.acts, tile.blocks, sums) },
+            }
+        };
     }
+    rows_of!(1 2 3 4 5 6 7);
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]

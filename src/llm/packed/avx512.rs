@@ -4,7 +4,7 @@
 
 #![cfg(target_arch = "x86_64")]
 
-use super::{ActBlock, Format, TileSums, CHUNK, CHUNKS, ROW_TILE};
+use super::{Format, Tile, TileSums, CHUNK, CHUNKS, ROW_TILE};
 use std::arch::x86_64::*;
 
 pub fn supported() -> bool {
@@ -13,22 +13,15 @@ pub fn supported() -> bool {
         && is_x86_feature_detected!("avx512vnni")
 }
 
-/// SAFETY: the CPU must have AVX-512 F, BW and VNNI; `packed` holds
-/// `blocks` blocks of `format` and `acts` `rows` rows of `blocks` blocks.
-pub unsafe fn tile(
-    format: Format,
-    packed: &[u8],
-    acts: &[ActBlock],
-    blocks: usize,
-    rows: usize,
-    sums: &mut TileSums,
-) {
+/// SAFETY: the CPU must have AVX-512 F, BW and VNNI; the tile's slices
+/// hold its blocks and rows.
+pub unsafe fn tile(tile: Tile<'_>, sums: &mut TileSums) {
     // A constant row count keeps every accumulator in a register.
     macro_rules! rows_of {
         ($($r:literal)*) => {
-            match rows {
-                $($r => unsafe { rows_of::<$r>(format, packed, acts, blocks, sums) },)*
-                _ => unsafe { rows_of::<ROW_TILE>(format, packed, acts, blocks, sums) },
+            match tile.rows {
+                $($r => unsafe { rows_of::<$r>(tile, sums) },)*
+                _ => unsafe { rows_of::<ROW_TILE>(tile, sums) },
             }
         };
     }
@@ -70,13 +63,14 @@ unsafe fn unpack(format: Format, block: *const u8) -> ([__m512i; CHUNKS], __m512
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-unsafe fn rows_of<const R: usize>(
-    format: Format,
-    packed: &[u8],
-    acts: &[ActBlock],
-    blocks: usize,
-    sums: &mut TileSums,
-) {
+unsafe fn rows_of<const R: usize>(tile: Tile<'_>, sums: &mut TileSums) {
+    let Tile {
+        format,
+        packed,
+        acts,
+        blocks,
+        ..
+    } = tile;
     let size = format.block_bytes();
     let offset = format.offset();
     let mut acc = [_mm512_setzero_ps(); R];

@@ -121,6 +121,17 @@ pub struct ActBlock {
     pub sum: i32,
 }
 
+/// One tile's work: `rows` activation rows (`acts`, `blocks` blocks each)
+/// against one group's packed weights in `format`.
+#[derive(Clone, Copy)]
+pub struct Tile<'a> {
+    pub format: Format,
+    pub packed: &'a [u8],
+    pub acts: &'a [ActBlock],
+    pub blocks: usize,
+    pub rows: usize,
+}
+
 /// Row sums of one tile: ROW_TILE rows of GROUP outputs.
 pub type TileSums = [[f32; GROUP]; ROW_TILE];
 
@@ -168,28 +179,16 @@ impl Kernel {
         }
     }
 
-    /// Sums of `rows` activation rows (`acts`, `blocks` blocks each)
-    /// against one group's packed weights.
-    fn tile(
-        self,
-        format: Format,
-        packed: &[u8],
-        acts: &[ActBlock],
-        blocks: usize,
-        rows: usize,
-        sums: &mut TileSums,
-    ) {
-        debug_assert!(packed.len() >= blocks * format.block_bytes());
-        debug_assert!(acts.len() >= rows * blocks);
-        match (self, format) {
+    fn tile(self, tile: Tile<'_>, sums: &mut TileSums) {
+        debug_assert!(tile.packed.len() >= tile.blocks * tile.format.block_bytes());
+        debug_assert!(tile.acts.len() >= tile.rows * tile.blocks);
+        match (self, tile.format) {
             // SAFETY: the variants are only chosen when the CPU has the features.
             #[cfg(target_arch = "x86_64")]
-            (Kernel::Avx512Vnni, _) => unsafe {
-                avx512::tile(format, packed, acts, blocks, rows, sums)
-            },
+            (Kernel::Avx512Vnni, _) => unsafe { avx512::tile(tile, sums) },
             #[cfg(target_arch = "x86_64")]
-            (Kernel::Avx2, Format::Int8) => unsafe { avx2::tile(packed, acts, blocks, rows, sums) },
-            _ => scalar::tile(format, packed, acts, blocks, rows, sums),
+            (Kernel::Avx2, Format::Int8) => unsafe { avx2::tile(tile, sums) },
+            _ => scalar::tile(tile, sums),
         }
     }
 
@@ -348,8 +347,14 @@ impl PackedMatrix {
                 let width = GROUP.min(self.outputs - first);
                 for tile in (0..rows).step_by(ROW_TILE) {
                     let tile_rows = ROW_TILE.min(rows - tile);
-                    let acts = &acts[tile * blocks..];
-                    kernel.tile(self.format, packed, acts, blocks, tile_rows, &mut sums);
+                    let work = Tile {
+                        format: self.format,
+                        packed,
+                        acts: &acts[tile * blocks..],
+                        blocks,
+                        rows: tile_rows,
+                    };
+                    kernel.tile(work, &mut sums);
                     for (r, row_sums) in sums.iter().take(tile_rows).enumerate() {
                         // SAFETY: each group writes only its own columns.
                         unsafe { out.write((tile + r) * self.outputs + first, &row_sums[..width]) };

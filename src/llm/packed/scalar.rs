@@ -2,16 +2,16 @@
 //! bit: integer block sums, then one fused multiply-add per block in the
 //! same order.
 
-use super::{ActBlock, Format, TileSums, BLOCK};
+use super::{Tile, TileSums, BLOCK};
 
-pub fn tile(
-    format: Format,
-    packed: &[u8],
-    acts: &[ActBlock],
-    blocks: usize,
-    rows: usize,
-    sums: &mut TileSums,
-) {
+pub fn tile(tile: Tile<'_>, sums: &mut TileSums) {
+    let Tile {
+        format,
+        packed,
+        acts,
+        blocks,
+        rows,
+    } = tile;
     let size = format.block_bytes();
     for (r, row_sums) in sums.iter_mut().take(rows).enumerate() {
         for (column, sum) in row_sums.iter_mut().enumerate() {

@@ -45,6 +45,12 @@ fn int5_matrix(outputs: usize, inputs: usize, seed: u64) -> (QTensor, PackedMatr
     (q5, matrix)
 }
 
+/// Every weight of a quantized tensor, row-major, as candle dequantizes it.
+fn candle_weights(tensor: &QTensor) -> Vec<f32> {
+    let weights = tensor.dequantize(&Device::Cpu).unwrap();
+    weights.flatten_all().unwrap().to_vec1::<f32>().unwrap()
+}
+
 /// Every weight of a packed matrix, row-major, as f32.
 fn dequantized(matrix: &PackedMatrix) -> Vec<f32> {
     let size = matrix.format.block_bytes();
@@ -91,14 +97,7 @@ fn simd_paths_match_the_scalar_path_bit_for_bit() {
 #[test]
 fn q5_0_tensors_pack_exactly_in_five_bits() {
     let (q5, matrix) = int5_matrix(24, 64, 10);
-    let theirs = q5
-        .dequantize(&Device::Cpu)
-        .unwrap()
-        .flatten_all()
-        .unwrap()
-        .to_vec1::<f32>()
-        .unwrap();
-    assert_eq!(dequantized(&matrix), theirs);
+    assert_eq!(dequantized(&matrix), candle_weights(&q5));
     // 5 bits and an f16 scale per weight block of 32: 22 bytes, as in Q5_0.
     assert_eq!(Format::Int5.block_bytes(), 22 * GROUP);
     // Where only the 8-bit kernels run fast, Q5_0 is requantized to 8 bits.
@@ -142,14 +141,7 @@ fn q8_0_tensors_pack_exactly_and_agree_with_candle() {
         .expect("Q8_0 packs");
     assert_eq!(matrix.format(), Format::Int8);
     // Packing Q8_0 keeps its quants: the dequantized weights requantize to the same blocks.
-    let dequantized = q8
-        .dequantize(&Device::Cpu)
-        .unwrap()
-        .flatten_all()
-        .unwrap()
-        .to_vec1::<f32>()
-        .unwrap();
-    let requantized = PackedMatrix::quantize(&dequantized, outputs, inputs);
+    let requantized = PackedMatrix::quantize(&candle_weights(&q8), outputs, inputs);
     assert_eq!(matrix.packed, requantized.packed);
 
     let x = Tensor::from_vec(values(rows * inputs, 6), (1, rows, inputs), &Device::Cpu).unwrap();
