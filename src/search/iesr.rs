@@ -121,9 +121,24 @@ impl Engine {
             _ => 0.0,
         };
         trace.selection = selection.candidates;
+        let result = outcome.as_ref().and_then(|o| o.as_ref().ok().cloned());
+        if result.is_none() {
+            // No trajectory ended with a query that runs: one direct
+            // generation (the greedy baseline's call, recorded in the trace)
+            // answers instead when its query runs.
+            let mut direct = self.answer_by_vote(question, hint, 1, 0.0, trace)?;
+            if direct.result.is_some() || sql.is_none() {
+                // It runs, and nothing else was checked: the Exec term alone.
+                if direct.result.is_some() {
+                    direct.confidence = config.select.weights.exec;
+                }
+                return Ok(direct);
+            }
+            trace = direct.trace;
+        }
         Ok(Answer {
             sql,
-            result: outcome.as_ref().and_then(|o| o.as_ref().ok().cloned()),
+            result,
             error: outcome
                 .as_ref()
                 .and_then(|o| o.as_ref().err().map(|e| e.to_string())),
@@ -281,6 +296,32 @@ mod tests {
         assert_eq!(chosen.score, best);
         assert_eq!(answer.confidence, best);
         assert_eq!(trace.cost.calls, trace.calls.len());
+    }
+
+    #[test]
+    fn a_search_without_a_running_query_falls_back_to_one_direct_generation() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = ScriptedModel::responding(|prompt, _| {
+            if !prompt.contains("Step: ") {
+                // The greedy baseline's prompt.
+                return "```sql\nSELECT count(*) FROM singer\n```".into();
+            }
+            match step_of(prompt) {
+                "SQL generation" | "SQL revision" => "<sql>SELECT max(lift) FROM singer".into(),
+                _ => "none".into(),
+            }
+        });
+        let mut iesr = config(dir.path());
+        iesr.understand = None;
+        let answer = engine(model, iesr)
+            .answer("How many singers do we have?", None)
+            .unwrap();
+        assert_eq!(answer.sql.as_deref(), Some("SELECT count(*) FROM singer"));
+        assert!(answer.result.is_some());
+        assert_eq!(answer.confidence, 0.4, "the Exec term alone");
+        let last = answer.trace.calls.last().unwrap();
+        assert_eq!(last.stage, "sql_generation");
+        assert_eq!(answer.trace.cost.calls, answer.trace.calls.len());
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod iesr;
 pub mod mcts;
 pub mod reasoner;
 pub mod repair;
+mod sql_text;
 pub mod tree;
 mod variant;
 

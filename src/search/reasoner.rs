@@ -58,7 +58,13 @@ pub struct Reasoner<'a> {
 impl Reasoner<'_> {
     /// Actions valid after `path` (the steps from the root, root excluded).
     pub fn valid_actions(&self, path: &[&Step]) -> Vec<usize> {
-        let used: Vec<usize> = path.iter().filter_map(|s| s.action).collect();
+        // A query-writing step that wrote no query may be tried again: it
+        // did not do its job, and without a query the trajectory cannot end.
+        let used: Vec<usize> = path
+            .iter()
+            .filter(|s| s.filled_slot(self.actions).is_some())
+            .filter_map(|s| s.action)
+            .collect();
         let slots: Vec<&str> = path
             .iter()
             .filter_map(|s| s.filled_slot(self.actions))
@@ -319,6 +325,20 @@ mod tests {
             user.contains("Schema note: no column `Agee`; the closest are singer.Age"),
             "{user}"
         );
+    }
+
+    #[test]
+    fn a_query_step_that_wrote_no_query_may_be_tried_again() {
+        let f = Fixture::new();
+        let a5 = f.actions.index_of("A5").unwrap();
+        let empty = Step {
+            action: Some(a5),
+            output: Some(f.actions.get(a5).parse("Sub-questions: the lift.")),
+            execution: None,
+        };
+        assert!(f.reasoner().valid_actions(&[&empty]).contains(&a5));
+        let written = f.drafted("SELECT MAX(Age) FROM singer");
+        assert!(!f.reasoner().valid_actions(&[&written]).contains(&a5));
     }
 
     #[test]

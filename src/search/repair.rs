@@ -6,6 +6,7 @@
 //! (`SchemaNames::fix`), since small models often repeat the misspelling.
 
 use super::reasoner::truncate_chars;
+use super::sql_text::{replace_identifier, replace_qualified, table_aliases};
 use crate::db::Schema;
 use crate::understand::text::similarity;
 
@@ -121,7 +122,13 @@ impl SchemaNames {
     /// column. None when no such fix exists.
     pub fn fix(&self, error: &str, sql: &str) -> Option<String> {
         if let Some(name) = after(error, "no such column:") {
-            let column = name.rsplit('.').next().unwrap_or(name);
+            let (qualifier, column) = match name.rsplit_once('.') {
+                Some((qualifier, column)) => (Some(qualifier), column),
+                None => (None, name),
+            };
+            if let Some(fixed) = qualifier.and_then(|q| self.requalify(sql, q, column)) {
+                return Some(fixed);
+            }
             let used = self.tables_used(sql);
             let own = used
                 .iter()
@@ -154,6 +161,39 @@ impl SchemaNames {
         } else {
             None
         }
+    }
+
+    /// `qualifier.column` rewritten as `alias.real` when exactly one of the
+    /// query's tables has a column clearly closest to `column` and the query
+    /// binds that table to one name: a column taken from the wrong side of
+    /// a join.
+    fn requalify(&self, sql: &str, qualifier: &str, column: &str) -> Option<String> {
+        let bound = table_aliases(sql);
+        let bound_tables = self
+            .tables
+            .iter()
+            .filter(|(t, _)| bound.iter().any(|(_, b)| b.eq_ignore_ascii_case(t)));
+        let columns =
+            bound_tables.flat_map(|(t, cols)| cols.iter().map(move |c| (c.as_str(), t.as_str())));
+        let (real, table) = clearly_closest(column, columns)?;
+        // The table's alias if it has one, else its name; a table bound
+        // twice (a self-join) leaves the choice open.
+        let mut names: Vec<&str> = bound
+            .iter()
+            .filter(|(_, b)| b.eq_ignore_ascii_case(table))
+            .map(|(name, _)| name.as_str())
+            .filter(|name| !name.eq_ignore_ascii_case(table))
+            .collect();
+        names.dedup();
+        let name = match names.as_slice() {
+            [] => table,
+            [alias] => alias,
+            _ => return None,
+        };
+        if name.eq_ignore_ascii_case(qualifier) && real.eq_ignore_ascii_case(column) {
+            return None;
+        }
+        replace_qualified(sql, (qualifier, column), (name, real))
     }
 
     /// The tables `sql` names.
@@ -189,51 +229,6 @@ fn clearly_closest<'a, T: Copy>(
 /// in a short name ("Agee" and "Age" share 2 of 5).
 fn spelling_similarity(a: &str, b: &str) -> f64 {
     strsim::normalized_damerau_levenshtein(&a.to_lowercase(), &b.to_lowercase())
-}
-
-/// `sql` with every whole-word occurrence of the identifier `old` outside
-/// string literals replaced by `new`; None when there is none.
-fn replace_identifier(sql: &str, old: &str, new: &str) -> Option<String> {
-    let mut out = String::with_capacity(sql.len() + new.len());
-    let mut replaced = false;
-    let mut chars = sql.char_indices().peekable();
-    let is_word = |c: char| c.is_alphanumeric() || c == '_';
-    while let Some((start, c)) = chars.next() {
-        if c == '\'' {
-            // Copy the literal through its closing quote ('' escapes a quote).
-            out.push(c);
-            while let Some((_, d)) = chars.next() {
-                out.push(d);
-                if d == '\'' {
-                    if chars.peek().map(|&(_, e)| e) == Some('\'') {
-                        out.push('\'');
-                        chars.next();
-                    } else {
-                        break;
-                    }
-                }
-            }
-        } else if is_word(c) {
-            let mut end = start + c.len_utf8();
-            while let Some(&(i, d)) = chars.peek() {
-                if !is_word(d) {
-                    break;
-                }
-                end = i + d.len_utf8();
-                chars.next();
-            }
-            let word = &sql[start..end];
-            if word.eq_ignore_ascii_case(old) {
-                out.push_str(new);
-                replaced = true;
-            } else {
-                out.push_str(word);
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    replaced.then_some(out)
 }
 
 /// The text after `marker` in `error`, trimmed of quotes and spaces.
@@ -368,8 +363,18 @@ mod tests {
             .as_deref(),
             Some("SELECT AVG(Max_Gross_Weight) FROM aircraft WHERE aircraft.ID = 1")
         );
-        // A join is left alone: which side is wrong is not clear.
+    }
+
+    #[test]
+    fn a_column_taken_from_the_wrong_side_of_a_join_is_requalified() {
+        let n = names();
         let joined = "SELECT T2.Total_Disk_Area FROM aircraft AS T1 JOIN airport_aircraft AS T2 ON T1.Aircraft_ID = T2.Aircraft_ID";
-        assert_eq!(n.fix("no such column: T2.Total_Disk_Area", joined), None);
+        assert_eq!(
+            n.fix("no such column: T2.Total_Disk_Area", joined).as_deref(),
+            Some("SELECT T1.Total_Disk_Area FROM aircraft AS T1 JOIN airport_aircraft AS T2 ON T1.Aircraft_ID = T2.Aircraft_ID")
+        );
+        // A column both sides have is not moved.
+        let both = "SELECT T2.Aircraft_IDs FROM aircraft AS T1 JOIN airport_aircraft AS T2 ON 1";
+        assert_eq!(n.fix("no such column: T2.Aircraft_IDs", both), None);
     }
 }
