@@ -75,14 +75,14 @@ fn tagged(text: &str, tag: &str) -> Vec<String> {
 
 /// Without fences or tags: from the first word SELECT (or WITH followed by
 /// `name AS (`, so that prose such as "with the new values" is not taken
-/// for SQL) to the first semicolon or blank line.
+/// for SQL) to the first semicolon, blank line or stray code fence.
 fn from_first_keyword(text: &str) -> Option<String> {
     let upper = text.to_ascii_uppercase();
     let start = keyword_positions(&upper, "SELECT")
         .chain(keyword_positions(&upper, "WITH").filter(|&i| opens_cte(&upper[i + 4..])))
         .min()?;
     let tail = &text[start..];
-    let end = [tail.find(';'), tail.find("\n\n")]
+    let end = [tail.find(';'), tail.find("\n\n"), tail.find("```")]
         .into_iter()
         .flatten()
         .min()
@@ -118,6 +118,15 @@ fn opens_cte(after: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_closing_fence_without_an_opening_one_is_not_part_of_the_query() {
+        let text = "Check: \nSELECT a\nFROM t\nWHERE b = 1\n```";
+        assert_eq!(
+            extract_sql(text).as_deref(),
+            Some("SELECT a\nFROM t\nWHERE b = 1")
+        );
+    }
 
     #[test]
     fn real_and_malformed_outputs() {

@@ -124,9 +124,16 @@ impl Engine {
         let result = outcome.as_ref().and_then(|o| o.as_ref().ok().cloned());
         if result.is_none() {
             // No trajectory ended with a query that runs: one direct
-            // generation (the greedy baseline's call, recorded in the trace)
-            // answers instead when its query runs.
+            // generation (the greedy baseline's call, recorded in the trace,
+            // its misspelt names fixed) answers instead when its query runs.
             let mut direct = self.answer_by_vote(question, hint, 1, 0.0, trace)?;
+            if let (Some(written), Some(error)) = (&direct.sql, &direct.error) {
+                if let Some((fixed, result)) =
+                    self.names.fix_until_it_runs(&self.executor, written, error)
+                {
+                    (direct.sql, direct.result, direct.error) = (Some(fixed), Some(result), None);
+                }
+            }
             if direct.result.is_some() || sql.is_none() {
                 // It runs, and nothing else was checked: the Exec term alone.
                 if direct.result.is_some() {
@@ -303,8 +310,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let model = ScriptedModel::responding(|prompt, _| {
             if !prompt.contains("Step: ") {
-                // The greedy baseline's prompt.
-                return "```sql\nSELECT count(*) FROM singer\n```".into();
+                // The greedy baseline's prompt; the misspelt table is fixed.
+                return "```sql\nSELECT count(*) FROM singers\n```".into();
             }
             match step_of(prompt) {
                 "SQL generation" | "SQL revision" => "<sql>SELECT max(lift) FROM singer".into(),

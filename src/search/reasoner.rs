@@ -3,7 +3,7 @@
 //! output, and execute any query it wrote. Shared by the tree search and the
 //! discriminator, so both see states the same way.
 
-use super::repair::{SchemaNames, MAX_FIXES};
+use super::repair::SchemaNames;
 use crate::action::{Action, ActionSet, OutputKind, StepOutput, TerminalRule};
 use crate::db::{Executor, QueryOutcome};
 use crate::error::Result;
@@ -190,22 +190,15 @@ impl Reasoner<'_> {
         let Some(original) = output.sql.clone() else {
             return step;
         };
-        let mut sql = original.clone();
-        let mut error = error.to_string();
-        for _ in 0..MAX_FIXES {
-            let Some(fixed) = self.context.names.fix(&error, &sql) else {
-                return step;
-            };
-            match self.executor.query(&fixed) {
-                Ok(result) => {
-                    let output = step.output.as_mut().expect("checked above");
-                    output.sql = Some(fixed);
-                    output.fixed_from = Some(original);
-                    step.execution = Some(Ok(result));
-                    return step;
-                }
-                Err(e) => (sql, error) = (fixed, e.to_string()),
-            }
+        if let Some((fixed, result)) =
+            self.context
+                .names
+                .fix_until_it_runs(self.executor, &original, &error.to_string())
+        {
+            let output = step.output.as_mut().expect("checked above");
+            output.sql = Some(fixed);
+            output.fixed_from = Some(original);
+            step.execution = Some(Ok(result));
         }
         step
     }

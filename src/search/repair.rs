@@ -7,8 +7,9 @@
 
 use super::reasoner::truncate_chars;
 use super::sql_text::{replace_identifier, replace_qualified, table_aliases};
-use crate::db::Schema;
+use crate::db::{Executor, QueryResult, Schema};
 use crate::understand::text::similarity;
+use std::sync::Arc;
 
 /// Least trigram similarity for a name to be suggested.
 const MIN_SIMILARITY: f64 = 0.3;
@@ -19,7 +20,7 @@ const MAX_CHARS: usize = 320;
 /// to replace a missing one without asking: one typo in a 4-letter name.
 const MIN_FIX_SIMILARITY: f64 = 0.7;
 /// Names fixed in one query at most (each fix needs one more execution).
-pub const MAX_FIXES: usize = 3;
+const MAX_FIXES: usize = 3;
 
 /// The table and column names of a database.
 #[derive(Debug, Clone, Default)]
@@ -161,6 +162,26 @@ impl SchemaNames {
         } else {
             None
         }
+    }
+
+    /// `sql`, which failed with `error`, with names fixed one after another
+    /// (at most [`MAX_FIXES`]) until it runs, and its result; None when a
+    /// name cannot be fixed or the query still fails.
+    pub fn fix_until_it_runs(
+        &self,
+        executor: &Executor,
+        sql: &str,
+        error: &str,
+    ) -> Option<(String, Arc<QueryResult>)> {
+        let (mut sql, mut error) = (sql.to_string(), error.to_string());
+        for _ in 0..MAX_FIXES {
+            let fixed = self.fix(&error, &sql)?;
+            match executor.query(&fixed) {
+                Ok(result) => return Some((fixed, result)),
+                Err(e) => (sql, error) = (fixed, e.to_string()),
+            }
+        }
+        None
     }
 
     /// `qualifier.column` rewritten as `alias.real` when exactly one of the
