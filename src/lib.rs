@@ -11,6 +11,9 @@
 //!   the templates and [`trace`] the record of every call and candidate.
 //! - [`eval`]: dataset adapters, execution accuracy and benchmark runs.
 
+/// The version and the source revision (`git describe`) of this build.
+pub const BUILD: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("IESR_REVISION"), ")");
+
 pub mod action;
 pub mod db;
 pub mod error;

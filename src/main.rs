@@ -30,7 +30,7 @@ use std::time::Duration;
 #[derive(Parser)]
 #[command(
     name = "iesr",
-    version,
+    version = iesr::BUILD,
     about = "Answers questions over structured data with verified SQL search"
 )]
 struct Cli {

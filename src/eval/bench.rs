@@ -60,6 +60,8 @@ pub struct CostSummary {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchSummary {
+    /// The engine's version and source revision.
+    pub build: String,
     pub model: String,
     pub variant: Variant,
     pub seed: u64,
@@ -149,6 +151,7 @@ pub fn run(
     );
     let report = score(dataset, &predictions, &EvalOptions::default())?;
     let summary = BenchSummary {
+        build: crate::BUILD.to_string(),
         model: model.name().to_string(),
         variant: config.search.variant(),
         seed: config.search.seed,
