@@ -1,5 +1,5 @@
-//! A weight matrix of the transformer: our packed 8-bit blocks on CPU where
-//! the type allows, otherwise candle's quantized or dense matrices.
+//! A weight matrix of the transformer: our packed 8- or 5-bit blocks on CPU
+//! where the type allows, otherwise candle's quantized or dense matrices.
 
 use super::packed::PackedMatrix;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
@@ -12,8 +12,8 @@ pub enum Matrix {
 }
 
 impl Matrix {
-    /// Packs `tensor` as 8-bit blocks when it runs on the CPU and its type
-    /// packs, unless `IESR_KERNELS=candle` asks for candle's kernels (for
+    /// Packs `tensor` (see `PackedMatrix::from_qtensor`) when it runs on
+    /// the CPU and its type packs, unless `IESR_KERNELS=candle` asks for candle's kernels (for
     /// comparisons). For candle, Q5_0/Q5_1 (no SIMD kernel in its CPU
     /// backend) are requantized to Q8_0, which has one.
     pub fn from_qtensor(tensor: Arc<QTensor>, device: &Device) -> Result<Matrix> {

@@ -252,30 +252,8 @@ impl Transformer {
         let out = match cache.shared_layer(index) {
             None => candle_nn::ops::softmax_last_dim(&scores)?.matmul(&values)?,
             Some((shared_keys, shared_values)) => {
-                // The shared prompt is read once for all rows: every row's
-                // queries become rows of one product per key/value head,
-                // (1, kv_heads, batch * rows, d), and one softmax spans the
-                // shared and own positions.
-                let shared = shared_keys.dim(2)?;
-                let stacked = |t: &Tensor, width: usize| -> Result<Tensor> {
-                    t.transpose(0, 1)?
-                        .reshape((1, c.n_kv_heads, batch * rows, width))
-                };
-                let unstacked = |t: &Tensor, width: usize| -> Result<Tensor> {
-                    t.reshape((c.n_kv_heads, batch, rows, width))?
-                        .transpose(0, 1)
-                };
-                let shared_scores = (stacked(&q, c.head_dim)?.matmul(&shared_keys.t()?)? * scale)?;
-                let shared_scores = unstacked(&shared_scores, shared)?.contiguous()?;
-                let all = Tensor::cat(&[&shared_scores, &scores.contiguous()?], 3)?;
-                let weights = candle_nn::ops::softmax_last_dim(&all)?;
-                let from_shared =
-                    stacked(&weights.narrow(3, 0, shared)?, shared)?.matmul(shared_values)?;
-                let from_own = weights
-                    .narrow(3, shared, total)?
-                    .contiguous()?
-                    .matmul(&values)?;
-                (unstacked(&from_shared, c.head_dim)? + from_own)?
+                let own = (&scores, &values);
+                attend_with_shared(&q, own, (shared_keys, shared_values), scale)?
             }
         };
         let out = out
@@ -332,6 +310,39 @@ impl Transformer {
             RopeStyle::Interleaved => candle_nn::rotary_emb::rope_i(x, cos, sin),
         }
     }
+}
+
+/// Attention when the rows share leading positions. The shared prompt is
+/// read once for all rows: every row's queries `q` (batch, kv_heads, rows,
+/// d) become rows of one product per key/value head, (1, kv_heads,
+/// batch * rows, d), and one softmax spans the shared positions and each
+/// row's own (`own`: its scaled, masked scores and its values).
+fn attend_with_shared(
+    q: &Tensor,
+    (own_scores, own_values): (&Tensor, &Tensor),
+    (shared_keys, shared_values): (&Tensor, &Tensor),
+    scale: f64,
+) -> Result<Tensor> {
+    let (batch, kv_heads, rows, head_dim) = q.dims4()?;
+    let shared = shared_keys.dim(2)?;
+    let own = own_scores.dim(3)?;
+    let stacked = |t: &Tensor, width: usize| -> Result<Tensor> {
+        t.transpose(0, 1)?
+            .reshape((1, kv_heads, batch * rows, width))
+    };
+    let unstacked = |t: &Tensor, width: usize| -> Result<Tensor> {
+        t.reshape((kv_heads, batch, rows, width))?.transpose(0, 1)
+    };
+    let shared_scores = (stacked(q, head_dim)?.matmul(&shared_keys.t()?)? * scale)?;
+    let shared_scores = unstacked(&shared_scores, shared)?.contiguous()?;
+    let all = Tensor::cat(&[&shared_scores, &own_scores.contiguous()?], 3)?;
+    let weights = candle_nn::ops::softmax_last_dim(&all)?;
+    let from_shared = stacked(&weights.narrow(3, 0, shared)?, shared)?.matmul(shared_values)?;
+    let from_own = weights
+        .narrow(3, shared, own)?
+        .contiguous()?
+        .matmul(own_values)?;
+    unstacked(&from_shared, head_dim)? + from_own
 }
 
 fn rope_tables(config: &Config, device: &Device) -> Result<(Tensor, Tensor)> {

@@ -134,11 +134,12 @@ impl Engine {
                     (direct.sql, direct.result, direct.error) = (Some(fixed), Some(result), None);
                 }
             }
-            if direct.result.is_some() || sql.is_none() {
+            if direct.result.is_some() {
                 // It runs, and nothing else was checked: the Exec term alone.
-                if direct.result.is_some() {
-                    direct.confidence = config.select.weights.exec;
-                }
+                direct.confidence = config.select.weights.exec;
+                return Ok(direct);
+            }
+            if sql.is_none() {
                 return Ok(direct);
             }
             trace = direct.trace;

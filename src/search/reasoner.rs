@@ -60,15 +60,10 @@ impl Reasoner<'_> {
     pub fn valid_actions(&self, path: &[&Step]) -> Vec<usize> {
         // A query-writing step that wrote no query may be tried again: it
         // did not do its job, and without a query the trajectory cannot end.
-        let used: Vec<usize> = path
+        let (used, slots): (Vec<usize>, Vec<&str>) = path
             .iter()
-            .filter(|s| s.filled_slot(self.actions).is_some())
-            .filter_map(|s| s.action)
-            .collect();
-        let slots: Vec<&str> = path
-            .iter()
-            .filter_map(|s| s.filled_slot(self.actions))
-            .collect();
+            .filter_map(|s| Some((s.action?, s.filled_slot(self.actions)?)))
+            .unzip();
         self.actions.valid_after(&used, &slots)
     }
 

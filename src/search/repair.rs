@@ -113,9 +113,7 @@ impl SchemaNames {
             owners.join(" and ")
         )
     }
-}
 
-impl SchemaNames {
     /// The query with the missing table or column of `error` replaced by the
     /// one real name closest to it, when one is close and clearly closest.
     /// A column of the query's own tables is preferred; failing that, a query
@@ -230,8 +228,8 @@ impl SchemaNames {
 }
 
 /// The name most like `wanted` (with what it came with), if similar enough
-/// and strictly ahead of every different name; the same name met twice
-/// counts once.
+/// and strictly ahead of every other one; a name met twice (a column of two
+/// tables) ties with itself, so it is not chosen.
 fn clearly_closest<'a, T: Copy>(
     wanted: &str,
     names: impl Iterator<Item = (&'a str, T)>,

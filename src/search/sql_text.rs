@@ -84,14 +84,14 @@ pub fn replace_qualified(
     (qualifier, column): (&str, &str),
     (new_qualifier, new_column): (&str, &str),
 ) -> Option<String> {
+    // The dot, with any quotes around it: `T1.x`, `"T1"."x"`, `T1."x"`.
+    let dot = |p: &Piece<'_>| matches!(p, Piece::Other(t) if t.trim_matches(|c| c == '"' || c == '`') == ".");
     let mut pieces = pieces(sql);
     let mut replaced = false;
     for i in 0..pieces.len() {
         let Piece::Word(first) = pieces[i] else {
             continue;
         };
-        // The dot, with any quotes around it: `T1.x`, `"T1"."x"`, `T1."x"`.
-        let dot = |p: &Piece<'_>| matches!(p, Piece::Other(t) if t.trim_matches(|c| c == '"' || c == '`') == ".");
         let is_match = first.eq_ignore_ascii_case(qualifier)
             && pieces.get(i + 1).is_some_and(dot)
             && matches!(pieces.get(i + 2), Some(Piece::Word(w)) if w.eq_ignore_ascii_case(column));

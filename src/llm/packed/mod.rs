@@ -313,14 +313,6 @@ impl PackedMatrix {
         self.format
     }
 
-    pub fn outputs(&self) -> usize {
-        self.outputs
-    }
-
-    pub fn inputs(&self) -> usize {
-        self.inputs
-    }
-
     /// `out` (rows, outputs) = `x` (rows, inputs) times the transpose of
     /// this matrix, on candle's CPU worker pool.
     pub fn matmul(&self, x: &[f32], rows: usize, out: &mut [f32], kernel: Kernel) {
@@ -347,14 +339,14 @@ impl PackedMatrix {
                 let width = GROUP.min(self.outputs - first);
                 for tile in (0..rows).step_by(ROW_TILE) {
                     let tile_rows = ROW_TILE.min(rows - tile);
-                    let work = Tile {
+                    let job = Tile {
                         format: self.format,
                         packed,
                         acts: &acts[tile * blocks..],
                         blocks,
                         rows: tile_rows,
                     };
-                    kernel.tile(work, &mut sums);
+                    kernel.tile(job, &mut sums);
                     for (r, row_sums) in sums.iter().take(tile_rows).enumerate() {
                         // SAFETY: each group writes only its own columns.
                         unsafe { out.write((tile + r) * self.outputs + first, &row_sums[..width]) };
@@ -373,15 +365,15 @@ impl PackedMatrix {
 
 impl CustomOp1 for PackedMatrix {
     fn name(&self) -> &'static str {
-        "int8-matmul"
+        "packed-matmul"
     }
 
     fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
         let CpuStorage::F32(values) = storage else {
-            candle_core::bail!("8-bit matrices take f32 activations")
+            candle_core::bail!("packed matrices take f32 activations")
         };
         let Some((start, end)) = layout.contiguous_offsets() else {
-            candle_core::bail!("8-bit matrices take contiguous activations")
+            candle_core::bail!("packed matrices take contiguous activations")
         };
         let mut dims = layout.shape().dims().to_vec();
         if dims.last() != Some(&self.inputs) {
