@@ -19,13 +19,14 @@ theirs=$(python3 scripts/llamacpp_bench.py "$model" "$prompt" "$gen" "$threads" 
 
 python3 - "$ours" "$theirs" <<'PY'
 import json, sys
-ours, theirs = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+report, theirs = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+ours = report["backends"][0]
 print(f"{'measure':32} {'iesr (candle)':>14} {'llama.cpp':>10} {'ratio':>7}")
 for key, label in [("prefill_tok_s", "prefill tok/s"), ("decode_tok_s", "decode tok/s (batch 1)")]:
     print(f"{label:32} {ours[key]:14.1f} {theirs[key]:10.1f} {ours[key] / theirs[key]:7.2f}")
 for b in ours["batches"]:
     print(f"{'decode batch %d aggregate tok/s' % b['batch']:32} {b['aggregate_tok_s']:14.1f} {'':>10} {'':>7}")
 print(f"{'first token cold / cached (s)':32} {ours['cold_first_token_s']:7.2f} / {ours['cached_first_token_s']:.2f} ({ours['cached_prefix_speedup']:.0f}x)")
-print(f"{'peak RSS (MB)':32} {ours['peak_rss_mb']:14.0f}")
-print(f"threads {ours['threads']}, prompt {ours['prompt_tokens']} tokens (llama.cpp {theirs['prompt_tokens']}), {ours['gen_tokens']} generated")
+print(f"{'peak RSS (MB)':32} {report['peak_rss_mb']:14.0f}")
+print(f"threads {report['threads']}, prompt {ours['prompt_tokens']} tokens (llama.cpp {theirs['prompt_tokens']}), {report['gen_tokens']} generated")
 PY

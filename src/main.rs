@@ -9,9 +9,9 @@ use iesr::db::{render_schema, ExecConfig, Executor, IntrospectOptions, Schema, S
 use iesr::eval::bench::BenchConfig;
 use iesr::eval::{self, DatasetKind, EvalOptions, Filters, LoadedDataset, Predictions, Split};
 use iesr::llm::card::{builtin_cards, find_card, ModelCard, DEFAULT_MODEL};
-use iesr::llm::load_local;
 use iesr::llm::openai::OpenAiModel;
 use iesr::llm::pull::PullProgress;
+use iesr::llm::{load_llamacpp, load_local};
 use iesr::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
 use iesr::search::mcts::{MctsConfig, RolloutProgress};
 use iesr::search::{Engine, IesrConfig, Method, SearchConfig};
@@ -147,6 +147,14 @@ enum Command {
     },
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum BackendArg {
+    Candle,
+    LlamaCpp,
+    /// An OpenAI-compatible server (`--openai-url`); bench-llm only.
+    Openai,
+}
+
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum MethodArg {
     /// One SQL-generation call at temperature 0.
@@ -167,6 +175,11 @@ struct ModelArgs {
     /// Where a local model runs: cpu, or cuda:N with the `cuda` feature.
     #[arg(long, default_value = "cpu")]
     device: String,
+    /// The engine that runs a local GGUF model: candle (our own kernels),
+    /// or llama-cpp (llama.cpp in this process; a build with
+    /// `--features llama-cpp`).
+    #[arg(long, value_enum, default_value = "candle")]
+    backend: BackendArg,
     /// Use an OpenAI-compatible server (vLLM, SGLang, llama.cpp) at this
     /// URL instead of a local model; the key is read from OPENAI_API_KEY.
     #[arg(long)]
@@ -398,9 +411,17 @@ struct BenchArgs {
 
 #[derive(clap::Args)]
 struct BenchLlmArgs {
-    /// A model name (`iesr model list`) or a path to a GGUF file.
+    /// A model name (`iesr model list`) or a path to a GGUF file; the
+    /// server behind --openai-url should serve the same file.
     #[arg(long, default_value = DEFAULT_MODEL)]
     model: String,
+    /// Backends to measure one after the other, comma-separated: candle,
+    /// llama-cpp, openai.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "candle")]
+    backends: Vec<BackendArg>,
+    /// The server the openai backend talks to (a llama.cpp server, say).
+    #[arg(long)]
+    openai_url: Option<String>,
     #[arg(long, default_value_t = 1500)]
     prompt_tokens: usize,
     #[arg(long, default_value_t = 256)]
@@ -468,16 +489,69 @@ fn open_model(args: &ModelArgs) -> Result<Arc<dyn LanguageModel>> {
             Duration::from_secs(600),
         )));
     }
-    if let Ok(card) = find_card(&args.model) {
+    ensure_pulled(&args.model)?;
+    match args.backend {
+        BackendArg::Candle => Ok(Arc::new(load_local(
+            &args.model,
+            &iesr::llm::device(&args.device)?,
+        )?)),
+        BackendArg::LlamaCpp => load_llamacpp(&args.model, rayon::current_num_threads()),
+        BackendArg::Openai => Err(Error::InvalidArgument(
+            "--backend openai needs --openai-url; give the server's URL instead".into(),
+        )),
+    }
+}
+
+/// Pulls a known model that is not in the model cache yet.
+fn ensure_pulled(model: &str) -> Result<()> {
+    if let Ok(card) = find_card(model) {
         if !card.cached_path().is_file() {
             eprintln!("{} is not in the model cache yet; pulling it", card.name);
             pull_with_progress(&card)?;
         }
     }
-    Ok(Arc::new(load_local(
-        &args.model,
-        &iesr::llm::device(&args.device)?,
-    )?))
+    Ok(())
+}
+
+/// `iesr bench-llm`: each backend in turn on the same prompt.
+fn bench_llm(args: BenchLlmArgs) -> Result<()> {
+    ensure_pulled(&args.model)?;
+    let path = iesr::llm::gguf::resolve_model_path(&args.model)?;
+    let config = iesr::llm::bench::BenchConfig {
+        prompt_tokens: args.prompt_tokens,
+        gen_tokens: args.gen_tokens,
+        batches: args.batch,
+    };
+    let tokenizer = iesr::llm::gguf::load_tokenizer(&path)?;
+    let schema = iesr::llm::bench::synthetic_prompt(&tokenizer, config.prompt_tokens)?;
+    let threads = rayon::current_num_threads();
+    let mut figures = Vec::new();
+    for backend in args.backends {
+        // Each model is dropped before the next loads.
+        let (name, model): (&str, Arc<dyn LanguageModel>) = match backend {
+            BackendArg::Candle => ("candle", Arc::new(load_local(&args.model, &Device::Cpu)?)),
+            BackendArg::LlamaCpp => ("llama-cpp", load_llamacpp(&args.model, threads)?),
+            BackendArg::Openai => {
+                let url = args.openai_url.as_deref().ok_or_else(|| {
+                    Error::InvalidArgument(
+                        "--backends openai needs --openai-url (a server serving the same GGUF)"
+                            .into(),
+                    )
+                })?;
+                let model = OpenAiModel::new(url, &args.model, None, Duration::from_secs(600));
+                ("openai", Arc::new(model))
+            }
+        };
+        eprintln!("measuring {name}");
+        figures.push(iesr::llm::bench::measure(
+            name,
+            model.as_ref(),
+            &schema,
+            &config,
+        )?);
+    }
+    let report = iesr::llm::bench::BenchReport::new(&args.model, &config, figures);
+    output::print(args.json, &report, output::bench_text)
 }
 
 /// Pulls a model with a progress bar on a terminal, a line per chunk
@@ -670,16 +744,7 @@ fn run(command: Command) -> Result<()> {
         Command::Search(args) => search(args),
         Command::Bench(args) => bench(args),
         Command::Report { runs, out, json } => report(&runs, out.as_deref(), json),
-        Command::BenchLlm(args) => {
-            let model = load_local(&args.model, &Device::Cpu)?;
-            let config = iesr::llm::bench::BenchConfig {
-                prompt_tokens: args.prompt_tokens,
-                gen_tokens: args.gen_tokens,
-                batches: args.batch,
-            };
-            let report = iesr::llm::bench::run(&model, &config)?;
-            output::print(args.json, &report, output::bench_text)
-        }
+        Command::BenchLlm(args) => bench_llm(args),
         Command::Chat {
             model,
             system,
@@ -713,6 +778,7 @@ fn run(command: Command) -> Result<()> {
                 stop,
                 seed,
                 n,
+                to_limit: false,
             };
             let generation = model.generate(&prompt, &sampling)?;
             output::print(json, &generation, output::generation_text)

@@ -5,7 +5,7 @@ use iesr::db::QueryResult;
 use iesr::eval::bench::BenchSummary;
 use iesr::eval::report::RunRow;
 use iesr::eval::{Report, Tally};
-use iesr::llm::bench::BenchReport;
+use iesr::llm::bench::{BackendFigures, BenchReport};
 use iesr::llm::Generation;
 use iesr::search::Answer;
 use iesr::trace::{Execution, Trace};
@@ -161,52 +161,83 @@ pub fn generation_text(generation: &Generation) -> String {
 }
 
 pub fn bench_text(report: &BenchReport) -> String {
+    let mut out = format!(
+        "model {}, {} threads, SIMD {}, packed-matrix kernel {}, prompt {} tokens, {} generated per row\n",
+        report.model,
+        report.threads,
+        report.simd,
+        report.packed_kernel,
+        report.prompt_tokens,
+        report.gen_tokens
+    );
+    let backends = &report.backends;
     let mut table = Table::new();
-    table.set_header(["measure", "value"]);
-    let rows: Vec<(String, String)> = vec![
-        ("model".into(), report.model.clone()),
-        ("threads".into(), report.threads.to_string()),
-        ("SIMD".into(), report.simd.clone()),
-        ("packed-matrix kernel".into(), report.packed_kernel.clone()),
-        (
-            "prompt / generated tokens".into(),
-            format!("{} / {}", report.prompt_tokens, report.gen_tokens),
-        ),
-        (
-            "prefill tok/s".into(),
-            format!("{:.1}", report.prefill_tok_s),
-        ),
-        (
-            "decode tok/s (batch 1)".into(),
-            format!("{:.1}", report.decode_tok_s),
-        ),
-        (
-            "first token, cold (s)".into(),
-            format!("{:.3}", report.cold_first_token_s),
-        ),
-        (
-            "first token, cached prefix (s)".into(),
-            format!("{:.3}", report.cached_first_token_s),
-        ),
-        (
-            "cached-prefix speedup".into(),
-            format!("{:.1}x", report.cached_prefix_speedup),
-        ),
-        ("peak RSS (MB)".into(), format!("{:.0}", report.peak_rss_mb)),
-    ];
-    for (k, v) in rows {
-        table.add_row([k, v]);
+    let mut header = vec!["measure".to_string()];
+    header.extend(backends.iter().map(|b| b.backend.clone()));
+    // Each later backend against the first.
+    header.extend(
+        backends
+            .iter()
+            .skip(1)
+            .map(|b| format!("{} / {}", backends[0].backend, b.backend)),
+    );
+    table.set_header(header);
+    let mut row = |label: String, value: &dyn Fn(&BackendFigures) -> f64, digits: usize| {
+        let values: Vec<f64> = backends.iter().map(value).collect();
+        let mut cells = vec![label];
+        cells.extend(values.iter().map(|v| format!("{v:.digits$}")));
+        cells.extend(
+            values
+                .iter()
+                .skip(1)
+                .map(|v| format!("{:.2}", values[0] / v)),
+        );
+        table.add_row(cells);
+    };
+    row("prefill tok/s".into(), &|b| b.prefill_tok_s, 1);
+    row("decode tok/s (batch 1)".into(), &|b| b.decode_tok_s, 1);
+    let batches: Vec<usize> = backends
+        .first()
+        .map(|b| {
+            b.batches
+                .iter()
+                .map(|f| f.batch)
+                .filter(|&batch| batch > 1)
+                .collect()
+        })
+        .unwrap_or_default();
+    for batch in batches {
+        let aggregate = move |b: &BackendFigures| {
+            b.batches
+                .iter()
+                .find(|f| f.batch == batch)
+                .map_or(f64::NAN, |f| f.aggregate_tok_s)
+        };
+        row(
+            format!("decode batch {batch} aggregate tok/s"),
+            &aggregate,
+            1,
+        );
+        let speedup = move |b: &BackendFigures| aggregate(b) / b.decode_tok_s;
+        row(format!("batch {batch} / batch 1"), &speedup, 2);
     }
-    for b in &report.batches {
-        table.add_row([
-            format!("decode batch {} aggregate tok/s", b.batch),
-            format!(
-                "{:.1} ({:.2}x batch 1)",
-                b.aggregate_tok_s, b.speedup_vs_batch1
-            ),
-        ]);
-    }
-    format!("{table}\n")
+    row("first token, cold (s)".into(), &|b| b.cold_first_token_s, 3);
+    row(
+        "first token, cached prefix (s)".into(),
+        &|b| b.cached_first_token_s,
+        3,
+    );
+    row(
+        "cached-prefix speedup".into(),
+        &|b| b.cached_prefix_speedup,
+        1,
+    );
+    out.push_str(&format!("{table}\n"));
+    out.push_str(&format!(
+        "peak RSS of this process: {:.0} MB\n",
+        report.peak_rss_mb
+    ));
+    out
 }
 
 pub fn answer_text(answer: &Answer) -> String {

@@ -78,6 +78,21 @@ fn user_errors_are_one_line() {
     assert!(one_line_error(&["sql", "--db", db, "SELECT 1", "--timeout=0"]).contains("--timeout"));
 }
 
+#[cfg(not(feature = "llama-cpp"))]
+#[test]
+fn llama_cpp_backend_needs_its_feature() {
+    let db = student_club();
+    let err = one_line_error(&[
+        "search",
+        "--backend",
+        "llama-cpp",
+        "--db",
+        db.to_str().unwrap(),
+        "How many events are there?",
+    ]);
+    assert!(err.contains("--features llama-cpp"), "{err}");
+}
+
 #[test]
 fn eval_scores_gold_and_reports_bad_predictions_files() {
     let bird = datasets().join("bird");

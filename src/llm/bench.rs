@@ -1,14 +1,13 @@
 //! The inference benchmark behind `iesr bench-llm`: prefill and decode
-//! speed, batched decoding, the gain from a cached prompt prefix, and peak
-//! memory, on a synthetic schema-like prompt of a chosen length.
+//! speed, batched decoding and the gain from a cached prompt prefix, for
+//! one or more backends on the same synthetic schema-like prompt, measured
+//! through the `LanguageModel` seam the search itself uses.
 
-use super::kv::KvCache;
-use super::local::LocalModel;
-use super::sampler::argmax;
-use super::transformer::row_logits;
-use crate::error::{Error, Result};
+use super::{LanguageModel, Prompt, Sampling};
+use crate::error::Result;
 use serde::Serialize;
-use std::time::Instant;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use tokenizers::Tokenizer;
 
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
@@ -26,6 +25,22 @@ pub struct BatchFigure {
     pub speedup_vs_batch1: f64,
 }
 
+/// One backend's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct BackendFigures {
+    pub backend: String,
+    /// The prompt's length as the backend counted it.
+    pub prompt_tokens: usize,
+    pub prefill_tok_s: f64,
+    pub decode_tok_s: f64,
+    pub batches: Vec<BatchFigure>,
+    /// Seconds to the first token with nothing cached.
+    pub cold_first_token_s: f64,
+    /// Seconds to the first token when all but a new question suffix is cached.
+    pub cached_first_token_s: f64,
+    pub cached_prefix_speedup: f64,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchReport {
     pub model: String,
@@ -37,23 +52,33 @@ pub struct BenchReport {
     pub packed_kernel: String,
     pub prompt_tokens: usize,
     pub gen_tokens: usize,
-    pub prefill_tok_s: f64,
-    pub decode_tok_s: f64,
-    pub batches: Vec<BatchFigure>,
-    /// Seconds to the first token with nothing cached.
-    pub cold_first_token_s: f64,
-    /// Seconds to the first token when all but a new question suffix is cached.
-    pub cached_first_token_s: f64,
-    pub cached_prefix_speedup: f64,
+    pub backends: Vec<BackendFigures>,
+    /// The process's peak resident memory after all backends ran (the
+    /// in-process ones; a server's memory is its own).
     pub peak_rss_mb: f64,
 }
 
-/// Tokens of a schema-like text, repeated until `n` tokens.
-fn synthetic_prompt(model: &LocalModel, n: usize) -> Result<Vec<u32>> {
+impl BenchReport {
+    pub fn new(model: &str, config: &BenchConfig, backends: Vec<BackendFigures>) -> Self {
+        BenchReport {
+            model: model.to_string(),
+            threads: rayon::current_num_threads(),
+            simd: super::cpu::describe(),
+            packed_kernel: super::matrix::packed_kernel(),
+            prompt_tokens: config.prompt_tokens,
+            gen_tokens: config.gen_tokens,
+            backends,
+            peak_rss_mb: peak_rss_mb(),
+        }
+    }
+}
+
+/// A schema-like text of `n` tokens.
+pub fn synthetic_prompt(tokenizer: &Tokenizer, n: usize) -> Result<String> {
+    let failed = |e| crate::error::Error::Inference(format!("tokenizer: {e}"));
     let mut text = String::from("You are a careful SQLite expert.\n");
-    let mut ids = Vec::new();
     let mut table = 0;
-    while ids.len() < n {
+    loop {
         for _ in 0..20 {
             text.push_str(&format!(
                 "CREATE TABLE t{table} ( -- {} rows\n  id INTEGER PRIMARY KEY,\n  name TEXT, -- e.g. 'item {table}'\n  amount REAL,\n  parent_id INTEGER REFERENCES t{}(id)\n);\n",
@@ -62,58 +87,65 @@ fn synthetic_prompt(model: &LocalModel, n: usize) -> Result<Vec<u32>> {
             ));
             table += 1;
         }
-        ids = model.encode(&text)?;
+        let ids = tokenizer.encode(text.as_str(), false).map_err(failed)?;
+        if ids.len() >= n {
+            return tokenizer.decode(&ids.get_ids()[..n], false).map_err(failed);
+        }
     }
-    ids.truncate(n);
-    Ok(ids)
 }
 
-pub fn run(model: &LocalModel, config: &BenchConfig) -> Result<BenchReport> {
-    let inference = |e: candle_core::Error| Error::Inference(crate::error::first_line(e));
-    let ids = synthetic_prompt(model, config.prompt_tokens)?;
-    let capacity = ids.len() + config.gen_tokens + 64;
+/// Measures one backend on `schema` (see [`synthetic_prompt`]).
+pub fn measure(
+    backend: &str,
+    model: &dyn LanguageModel,
+    schema: &str,
+    config: &BenchConfig,
+) -> Result<BackendFigures> {
+    let timed = |text: &str, sampling: &Sampling| {
+        let started = Instant::now();
+        let generation = model.generate(&Prompt::Raw(text.to_string()), sampling)?;
+        Ok::<_, crate::error::Error>((generation, started.elapsed().as_secs_f64()))
+    };
+    let first_token = Sampling {
+        max_tokens: 1,
+        to_limit: true,
+        ..Sampling::default()
+    };
+    // Warm-up: thread pools, allocator, first-call set-up.
+    timed("Warm up.", &first_token)?;
 
-    // Warm-up (thread pools, allocator), then a cold prefill.
-    model
-        .prefill(&ids[..ids.len().min(32)], 64)
-        .map_err(inference)?;
-    model.clear_prefix_cache();
-    let started = Instant::now();
-    let (cache, _, cached) = model.prefill(&ids, capacity).map_err(inference)?;
-    let cold = started.elapsed().as_secs_f64();
-    debug_assert_eq!(cached, 0);
+    // A first line no earlier run used, so nothing of the prompt is cached.
+    let nonce = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let prompt = format!("-- run {nonce}\n{schema}");
+    let (cold, cold_seconds) = timed(&prompt, &first_token)?;
+    let follow_up = format!("{prompt}\nQuestion: how many rows does t3 hold?\n");
+    let (_, cached_seconds) = timed(&follow_up, &first_token)?;
+    // The prompt again: what a decoding call pays before its first step.
+    let (_, start_seconds) = timed(&prompt, &first_token)?;
 
-    // The same prefix with a new question at the end.
-    let mut follow_up = ids.clone();
-    follow_up.extend(model.encode("\nQuestion: how many rows does t3 hold?\n")?);
-    let started = Instant::now();
-    let (_, _, reused) = model
-        .prefill(&follow_up, capacity + 32)
-        .map_err(inference)?;
-    let cached_first = started.elapsed().as_secs_f64();
-    if reused == 0 {
-        return Err(Error::Inference("the prefix cache was not used".into()));
-    }
-
-    let snapshot = cache.snapshot(0, ids.len()).map_err(inference)?;
-    let mut batches = Vec::new();
-    let mut batch1 = None;
     let mut sizes = config.batches.clone();
     if !sizes.contains(&1) {
         sizes.insert(0, 1);
     }
+    let mut batches = Vec::new();
+    let mut batch1 = None;
     for &batch in &sizes {
-        let mut cache =
-            KvCache::from_snapshot(&snapshot, batch, capacity, model.transformer().device())
-                .map_err(inference)?;
-        let rate = decode_rate(
-            model,
-            &mut cache,
-            batch,
-            ids[ids.len() - 1],
-            config.gen_tokens,
-        )
-        .map_err(inference)?;
+        let sampling = Sampling {
+            max_tokens: config.gen_tokens,
+            n: batch,
+            to_limit: true,
+            ..Sampling::default()
+        };
+        let (generation, seconds) = timed(&prompt, &sampling)?;
+        // Each row's first token comes from the prompt's logits; the rest
+        // took one forward step each.
+        let stepped = generation
+            .usage
+            .generated_tokens
+            .saturating_sub(generation.completions.len());
+        let rate = stepped as f64 / (seconds - start_seconds).max(1e-9);
         let base = *batch1.get_or_insert(rate);
         batches.push(BatchFigure {
             batch,
@@ -121,45 +153,19 @@ pub fn run(model: &LocalModel, config: &BenchConfig) -> Result<BenchReport> {
             speedup_vs_batch1: rate / base,
         });
     }
-    Ok(BenchReport {
-        model: super::LanguageModel::name(model).to_string(),
-        threads: rayon::current_num_threads(),
-        simd: super::cpu::describe(),
-        packed_kernel: super::matrix::packed_kernel(),
-        prompt_tokens: ids.len(),
-        gen_tokens: config.gen_tokens,
-        prefill_tok_s: ids.len() as f64 / cold,
+    Ok(BackendFigures {
+        backend: backend.to_string(),
+        prompt_tokens: cold.usage.prompt_tokens,
+        prefill_tok_s: cold.usage.prompt_tokens as f64 / cold_seconds,
         decode_tok_s: batch1.unwrap_or(0.0),
         batches: batches
             .into_iter()
             .filter(|b| config.batches.contains(&b.batch))
             .collect(),
-        cold_first_token_s: cold,
-        cached_first_token_s: cached_first,
-        cached_prefix_speedup: cold / cached_first,
-        peak_rss_mb: peak_rss_mb(),
+        cold_first_token_s: cold_seconds,
+        cached_first_token_s: cached_seconds,
+        cached_prefix_speedup: cold_seconds / cached_seconds,
     })
-}
-
-/// Generated tokens per second over all rows for `steps` greedy steps.
-fn decode_rate(
-    model: &LocalModel,
-    cache: &mut KvCache,
-    batch: usize,
-    last: u32,
-    steps: usize,
-) -> candle_core::Result<f64> {
-    let device = model.transformer().device().clone();
-    let mut next = vec![last; batch];
-    let started = Instant::now();
-    for _ in 0..steps {
-        let input = candle_core::Tensor::new(next.as_slice(), &device)?.unsqueeze(1)?;
-        let logits = model.transformer().forward(&input, cache)?;
-        for (row, token) in next.iter_mut().enumerate() {
-            *token = argmax(&row_logits(&logits, row)?);
-        }
-    }
-    Ok((batch * steps) as f64 / started.elapsed().as_secs_f64())
 }
 
 /// The process's peak resident memory (Linux `VmHWM`), in MB.

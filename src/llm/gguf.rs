@@ -2,6 +2,7 @@
 //! transformer, with the tokenizer and chat template taken from the file.
 
 use super::chat::ChatTemplate;
+use super::decoding::TextCodec;
 use super::local::LocalModel;
 use super::matrix::Matrix;
 use super::transformer::{
@@ -102,7 +103,25 @@ pub fn load(path: &Path) -> Result<LocalModel> {
     };
     let transformer = loader.transformer(config)?;
 
-    let tokenizer = tokenizer_from(&content, path)?;
+    let codec = codec_from(&meta)?;
+    Ok(LocalModel::new(codec, transformer))
+}
+
+/// Reads the text side of a GGUF file (tokenizer, chat template, end
+/// tokens, name), not the weights: what a backend that loads the weights
+/// itself needs.
+pub fn load_codec(path: &Path) -> Result<TextCodec> {
+    let mut reader = BufReader::new(open_model_file(path)?);
+    let content = Content::read(&mut reader).map_err(|e| Error::model_corrupt(path, e))?;
+    codec_from(&Metadata {
+        content: &content,
+        path,
+    })
+}
+
+fn codec_from(meta: &Metadata) -> Result<TextCodec> {
+    let (content, path) = (meta.content, meta.path);
+    let tokenizer = tokenizer_from(content, path)?;
     let token_text = |key: &str| {
         meta.usize(key)
             .ok()
@@ -127,12 +146,14 @@ pub fn load(path: &Path) -> Result<LocalModel> {
             .to_string_lossy()
             .into_owned()
     });
-    Ok(LocalModel::new(
+    let architecture = meta.string("general.architecture").unwrap_or_default();
+    let context_length = meta.usize(&format!("{architecture}.context_length"))?;
+    Ok(TextCodec::new(
         name,
-        transformer,
         tokenizer,
         template,
         stop_tokens,
+        context_length,
     ))
 }
 

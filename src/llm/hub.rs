@@ -3,6 +3,7 @@
 //! same transformer as GGUF files, in f32 or bf16.
 
 use super::chat::ChatTemplate;
+use super::decoding::TextCodec;
 use super::local::LocalModel;
 use super::matrix::Matrix;
 use super::transformer::{
@@ -183,13 +184,14 @@ pub fn load(files: &CheckpointFiles, device: &Device, dtype: DType) -> Result<Lo
         .and_then(|p| p.file_name())
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "checkpoint".into());
-    Ok(LocalModel::new(
+    let codec = TextCodec::new(
         name,
-        transformer,
         tokenizer,
         template,
         stop_tokens,
-    ))
+        transformer.config.context_length,
+    );
+    Ok(LocalModel::new(codec, transformer))
 }
 
 /// The chat template and the BOS/EOS token texts from tokenizer_config.json.

@@ -3,12 +3,11 @@
 //! sampling of n completions, stop handling). The GGUF and hub loaders build
 //! one of these.
 
-use super::chat::ChatTemplate;
+use super::decoding::{RowState, TextCodec};
 use super::kv::KvCache;
 use super::prefix_cache::PrefixCache;
-use super::sampler::Sampler;
 use super::transformer::{row_logits, Config, Transformer};
-use super::{Completion, FinishReason, Generation, LanguageModel, Prompt, Sampling, Usage};
+use super::{Generation, LanguageModel, Prompt, Sampling, Usage};
 use crate::error::{first_line, Error, Result};
 use candle_core::Tensor;
 use std::sync::Mutex;
@@ -22,54 +21,23 @@ const PREFILL_CHUNK: usize = 512;
 /// Memory kept for cached prompt prefixes.
 const PREFIX_CACHE_BYTES: usize = 512 << 20;
 
-/// Tokens that end a chat turn in the model families we run, whatever
-/// end-of-sequence token a file names.
-const TURN_END_MARKERS: [&str; 4] = [
-    "<|im_end|>",
-    "<|endoftext|>",
-    "<|eot_id|>",
-    "<|end_of_text|>",
-];
-
 pub struct LocalModel {
-    name: String,
+    codec: TextCodec,
     transformer: Transformer,
-    tokenizer: Tokenizer,
-    template: Option<ChatTemplate>,
-    /// Tokens that end a turn.
-    stop_tokens: Vec<u32>,
     prefix_cache: Mutex<PrefixCache>,
 }
 
 impl LocalModel {
-    /// `stop_tokens` are the ids the model's files name as ending a
-    /// sequence; the usual turn-end markers are added.
-    pub fn new(
-        name: String,
-        transformer: Transformer,
-        tokenizer: Tokenizer,
-        template: Option<ChatTemplate>,
-        mut stop_tokens: Vec<u32>,
-    ) -> Self {
-        stop_tokens.extend(
-            TURN_END_MARKERS
-                .iter()
-                .filter_map(|m| tokenizer.token_to_id(m)),
-        );
-        stop_tokens.sort_unstable();
-        stop_tokens.dedup();
+    pub fn new(codec: TextCodec, transformer: Transformer) -> Self {
         LocalModel {
-            name,
+            codec,
             transformer,
-            tokenizer,
-            template,
-            stop_tokens,
             prefix_cache: Mutex::new(PrefixCache::new(PREFIX_CACHE_BYTES)),
         }
     }
 
     pub fn tokenizer(&self) -> &Tokenizer {
-        &self.tokenizer
+        self.codec.tokenizer()
     }
 
     pub fn config(&self) -> &Config {
@@ -88,33 +56,11 @@ impl LocalModel {
 
     /// The exact text the model sees for a prompt.
     pub fn render(&self, prompt: &Prompt) -> Result<String> {
-        match prompt {
-            Prompt::Raw(text) => Ok(text.clone()),
-            Prompt::Chat(messages) => self
-                .template
-                .as_ref()
-                .ok_or_else(|| {
-                    Error::Inference(format!(
-                        "{} has no chat template; use a raw prompt",
-                        self.name
-                    ))
-                })?
-                .render(messages)
-                .map_err(Error::Inference),
-        }
+        self.codec.render(prompt)
     }
 
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
-        self.tokenizer
-            .encode(text, false)
-            .map(|e| e.get_ids().to_vec())
-            .map_err(|e| Error::Inference(format!("tokenizer: {e}")))
-    }
-
-    fn decode(&self, ids: &[u32]) -> Result<String> {
-        self.tokenizer
-            .decode(ids, true)
-            .map_err(|e| Error::Inference(format!("tokenizer: {e}")))
+        self.codec.encode(text)
     }
 
     /// Fills a one-row cache with the prompt's states, reusing the longest
@@ -167,31 +113,9 @@ impl LocalModel {
         Ok((cache, logits, cached))
     }
 
-    /// Prompt tokens, checked against the context length.
-    fn prompt_ids(&self, prompt: &Prompt) -> Result<Vec<u32>> {
-        let ids = self.encode(&self.render(prompt)?)?;
-        let context = self.transformer.config.context_length;
-        if ids.is_empty() {
-            return Err(Error::Inference("the prompt is empty".into()));
-        }
-        if ids.len() >= context {
-            return Err(Error::PromptTooLong {
-                tokens: ids.len(),
-                context,
-            });
-        }
-        Ok(ids)
-    }
-
-    fn max_new_tokens(&self, prompt_len: usize, sampling: &Sampling) -> usize {
-        sampling
-            .max_tokens
-            .min(self.transformer.config.context_length - prompt_len)
-    }
-
     fn run(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation> {
-        let ids = self.prompt_ids(prompt)?;
-        let max_tokens = self.max_new_tokens(ids.len(), sampling);
+        let ids = self.codec.prompt_ids(prompt)?;
+        let max_tokens = self.codec.max_new_tokens(ids.len(), sampling);
         let n = sampling.n.max(1);
         let capacity = ids.len() + max_tokens;
         let started = Instant::now();
@@ -205,12 +129,10 @@ impl LocalModel {
             single.share(n, capacity).map_err(inference)?
         };
         let first = row_logits(&first_logits, 0).map_err(inference)?;
-        let mut rows: Vec<RowState> = (0..n)
-            .map(|row| RowState::new(sampling, row, max_tokens))
-            .collect();
+        let mut rows = RowState::for_request(sampling, max_tokens);
         self.decode_rows(&mut cache, &mut rows, vec![first; n])?;
         let decode_seconds = started.elapsed().as_secs_f64();
-        let (completions, generated) = self.completions(rows)?;
+        let (completions, generated) = self.codec.completions(rows)?;
         Ok(Generation {
             completions,
             usage: Usage {
@@ -230,13 +152,13 @@ impl LocalModel {
     fn run_many(&self, requests: &[(Prompt, Sampling)]) -> Result<Vec<Generation>> {
         let prompts = requests
             .iter()
-            .map(|(prompt, _)| self.prompt_ids(prompt))
+            .map(|(prompt, _)| self.codec.prompt_ids(prompt))
             .collect::<Result<Vec<_>>>()?;
         let longest = prompts.iter().map(Vec::len).max().unwrap_or(0);
         let limits: Vec<usize> = prompts
             .iter()
             .zip(requests)
-            .map(|(ids, (_, sampling))| self.max_new_tokens(ids.len(), sampling))
+            .map(|(ids, (_, sampling))| self.codec.max_new_tokens(ids.len(), sampling))
             .collect();
         let capacity = longest + limits.iter().max().copied().unwrap_or(0);
         let started = Instant::now();
@@ -274,7 +196,7 @@ impl LocalModel {
             })
             .collect();
         for (request, state) in sources.into_iter().zip(rows) {
-            let (mut completions, generated) = self.completions(vec![state])?;
+            let (mut completions, generated) = self.codec.completions(vec![state])?;
             let generation = &mut generations[request];
             generation.completions.append(&mut completions);
             generation.usage.generated_tokens += generated;
@@ -325,78 +247,25 @@ impl LocalModel {
         &self,
         cache: &mut KvCache,
         rows: &mut [RowState],
-        mut logits: Vec<Vec<f32>>,
+        logits: Vec<Vec<f32>>,
     ) -> Result<()> {
-        loop {
-            let mut next = Vec::with_capacity(rows.len());
-            for (row, state) in rows.iter_mut().enumerate() {
-                if state.finished.is_none() {
-                    let token = state.sampler.next_token(&logits[row]);
-                    self.accept(state, token)?;
-                }
-                next.push(state.last_token());
-            }
-            if rows.iter().all(|r| r.finished.is_some()) {
-                return Ok(());
-            }
-            let input = Tensor::new(next.as_slice(), self.transformer.device())
+        self.codec.decode_rows(rows, logits, |next, running| {
+            let input = Tensor::new(next, self.transformer.device())
                 .and_then(|t| t.unsqueeze(1))
                 .map_err(inference)?;
             let out = self.transformer.forward(&input, cache).map_err(inference)?;
-            for (row, slot) in logits.iter_mut().enumerate() {
-                if rows[row].finished.is_none() {
-                    *slot = row_logits(&out, row).map_err(inference)?;
-                }
-            }
-        }
-    }
-
-    /// Records a sampled token and decides whether its row is done.
-    fn accept(&self, state: &mut RowState, token: u32) -> Result<()> {
-        if self.stop_tokens.contains(&token) {
-            state.finished = Some(FinishReason::Stop);
-            return Ok(());
-        }
-        state.tokens.push(token);
-        if !state.stop.is_empty() {
-            let text = self.decode(&state.tokens)?;
-            if state.stop.iter().any(|s| text.contains(s.as_str())) {
-                state.finished = Some(FinishReason::Stop);
-                return Ok(());
-            }
-        }
-        if state.tokens.len() >= state.max_tokens {
-            state.finished = Some(FinishReason::Length);
-        } else if super::repetition::ends_in_loop(&state.tokens) {
-            state.finished = Some(FinishReason::Repetition);
-        }
-        Ok(())
-    }
-
-    /// Texts (cut at the first stop string) and the total generated tokens.
-    fn completions(&self, rows: Vec<RowState>) -> Result<(Vec<Completion>, usize)> {
-        let mut completions = Vec::with_capacity(rows.len());
-        let mut generated = 0;
-        for state in rows {
-            let mut text = self.decode(&state.tokens)?;
-            let mut finish = state.finished.unwrap_or(FinishReason::Length);
-            if let Some(cut) = state
-                .stop
+            running
                 .iter()
-                .filter_map(|s| text.find(s.as_str()))
-                .min()
-            {
-                text.truncate(cut);
-                finish = FinishReason::Stop;
-            }
-            generated += state.tokens.len();
-            completions.push(Completion {
-                text,
-                finish_reason: finish,
-                generated_tokens: state.tokens.len(),
-            });
-        }
-        Ok((completions, generated))
+                .enumerate()
+                .map(|(row, &run)| {
+                    if run {
+                        row_logits(&out, row).map_err(inference)
+                    } else {
+                        Ok(Vec::new())
+                    }
+                })
+                .collect()
+        })
     }
 }
 
@@ -404,34 +273,9 @@ fn inference(e: candle_core::Error) -> Error {
     Error::Inference(first_line(e))
 }
 
-struct RowState {
-    sampler: Sampler,
-    tokens: Vec<u32>,
-    max_tokens: usize,
-    stop: Vec<String>,
-    finished: Option<FinishReason>,
-}
-
-impl RowState {
-    fn new(sampling: &Sampling, row: usize, max_tokens: usize) -> Self {
-        RowState {
-            sampler: Sampler::new(sampling, row),
-            tokens: Vec::new(),
-            max_tokens,
-            stop: sampling.stop.clone(),
-            finished: (max_tokens == 0).then_some(FinishReason::Length),
-        }
-    }
-
-    /// What to feed next (for a finished row, anything: its output is ignored).
-    fn last_token(&self) -> u32 {
-        self.tokens.last().copied().unwrap_or(0)
-    }
-}
-
 impl LanguageModel for LocalModel {
     fn name(&self) -> &str {
-        &self.name
+        self.codec.name()
     }
 
     fn generate(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation> {

@@ -4,10 +4,13 @@ pub mod bench;
 pub mod card;
 pub mod chat;
 pub mod cpu;
+pub mod decoding;
 pub mod embed;
 pub mod gguf;
 pub mod hub;
 pub mod kv;
+#[cfg(feature = "llama-cpp")]
+pub mod llamacpp;
 pub mod local;
 pub mod matrix;
 pub mod openai;
@@ -61,6 +64,10 @@ pub struct Sampling {
     pub seed: u64,
     /// Completions to draw from the same prompt (decoded as one batch).
     pub n: usize,
+    /// Generate exactly `max_tokens` per completion, ignoring end-of-turn
+    /// tokens and the repetition cut (stop strings still apply):
+    /// benchmarks measure a fixed amount of decoding this way.
+    pub to_limit: bool,
 }
 
 impl Default for Sampling {
@@ -73,6 +80,7 @@ impl Default for Sampling {
             stop: Vec::new(),
             seed: 0,
             n: 1,
+            to_limit: false,
         }
     }
 }
@@ -197,4 +205,22 @@ pub fn load_local(spec: &str, device: &Device) -> Result<local::LocalModel> {
         );
     }
     gguf::load(&gguf::resolve_model_path(spec)?)
+}
+
+/// Loads a GGUF model (a path or a model name) on llama.cpp in this
+/// process, computing with `threads` threads.
+#[cfg(feature = "llama-cpp")]
+pub fn load_llamacpp(spec: &str, threads: usize) -> Result<std::sync::Arc<dyn LanguageModel>> {
+    Ok(std::sync::Arc::new(llamacpp::LlamaCppModel::load(
+        &gguf::resolve_model_path(spec)?,
+        threads,
+    )?))
+}
+
+/// Loads a GGUF model on llama.cpp: this build has none.
+#[cfg(not(feature = "llama-cpp"))]
+pub fn load_llamacpp(_spec: &str, _threads: usize) -> Result<std::sync::Arc<dyn LanguageModel>> {
+    Err(Error::InvalidArgument(
+        "this build has no llama.cpp backend; build with `cargo build --release --features llama-cpp` (needs cmake and libclang)".into(),
+    ))
 }

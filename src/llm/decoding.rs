@@ -1,0 +1,243 @@
+//! The text side of generation that every in-process backend shares: the
+//! prompt rendered with the model's chat template and tokenized, one
+//! sampler per completion, stop tokens and strings, the repetition cut, and
+//! the completions decoded back to text. A backend supplies only the
+//! forward pass, so every backend samples exactly the same way.
+
+use super::chat::ChatTemplate;
+use super::sampler::Sampler;
+use super::{Completion, FinishReason, Prompt, Sampling};
+use crate::error::{Error, Result};
+use tokenizers::Tokenizer;
+
+/// Tokens that end a chat turn in the model families we run, whatever
+/// end-of-sequence token a file names.
+const TURN_END_MARKERS: [&str; 4] = [
+    "<|im_end|>",
+    "<|endoftext|>",
+    "<|eot_id|>",
+    "<|end_of_text|>",
+];
+
+pub struct TextCodec {
+    name: String,
+    tokenizer: Tokenizer,
+    template: Option<ChatTemplate>,
+    /// Tokens that end a turn.
+    stop_tokens: Vec<u32>,
+    context_length: usize,
+}
+
+impl TextCodec {
+    /// `stop_tokens` are the ids the model's files name as ending a
+    /// sequence; the usual turn-end markers are added.
+    pub fn new(
+        name: String,
+        tokenizer: Tokenizer,
+        template: Option<ChatTemplate>,
+        mut stop_tokens: Vec<u32>,
+        context_length: usize,
+    ) -> Self {
+        stop_tokens.extend(
+            TURN_END_MARKERS
+                .iter()
+                .filter_map(|m| tokenizer.token_to_id(m)),
+        );
+        stop_tokens.sort_unstable();
+        stop_tokens.dedup();
+        TextCodec {
+            name,
+            tokenizer,
+            template,
+            stop_tokens,
+            context_length,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    pub fn context_length(&self) -> usize {
+        self.context_length
+    }
+
+    /// Caps the context at what a backend has room for.
+    pub fn with_context_length(mut self, tokens: usize) -> Self {
+        self.context_length = self.context_length.min(tokens);
+        self
+    }
+
+    /// The exact text the model sees for a prompt.
+    pub fn render(&self, prompt: &Prompt) -> Result<String> {
+        match prompt {
+            Prompt::Raw(text) => Ok(text.clone()),
+            Prompt::Chat(messages) => self
+                .template
+                .as_ref()
+                .ok_or_else(|| {
+                    Error::Inference(format!(
+                        "{} has no chat template; use a raw prompt",
+                        self.name
+                    ))
+                })?
+                .render(messages)
+                .map_err(Error::Inference),
+        }
+    }
+
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
+        self.tokenizer
+            .encode(text, false)
+            .map(|e| e.get_ids().to_vec())
+            .map_err(|e| Error::Inference(format!("tokenizer: {e}")))
+    }
+
+    pub fn decode(&self, ids: &[u32]) -> Result<String> {
+        self.tokenizer
+            .decode(ids, true)
+            .map_err(|e| Error::Inference(format!("tokenizer: {e}")))
+    }
+
+    /// Prompt tokens, checked against the context length.
+    pub fn prompt_ids(&self, prompt: &Prompt) -> Result<Vec<u32>> {
+        let ids = self.encode(&self.render(prompt)?)?;
+        if ids.is_empty() {
+            return Err(Error::Inference("the prompt is empty".into()));
+        }
+        if ids.len() >= self.context_length {
+            return Err(Error::PromptTooLong {
+                tokens: ids.len(),
+                context: self.context_length,
+            });
+        }
+        Ok(ids)
+    }
+
+    /// The request's token limit, cut to what the context leaves.
+    pub fn max_new_tokens(&self, prompt_len: usize, sampling: &Sampling) -> usize {
+        sampling.max_tokens.min(self.context_length - prompt_len)
+    }
+
+    /// Samples every row until each stops or reaches its token limit.
+    /// `logits` holds each row's first distribution; `step` feeds the
+    /// token each row sampled (`running[row]` false for finished rows, whose
+    /// token is a placeholder) and returns the next logits of every running
+    /// row (anything, an empty vector say, for the others).
+    pub fn decode_rows(
+        &self,
+        rows: &mut [RowState],
+        mut logits: Vec<Vec<f32>>,
+        mut step: impl FnMut(&[u32], &[bool]) -> Result<Vec<Vec<f32>>>,
+    ) -> Result<()> {
+        loop {
+            let mut next = Vec::with_capacity(rows.len());
+            for (row, state) in rows.iter_mut().enumerate() {
+                if state.finished.is_none() {
+                    let token = state.sampler.next_token(&logits[row]);
+                    self.accept(state, token)?;
+                }
+                next.push(state.last_token());
+            }
+            let running: Vec<bool> = rows.iter().map(|r| r.finished.is_none()).collect();
+            if !running.contains(&true) {
+                return Ok(());
+            }
+            let out = step(&next, &running)?;
+            for ((slot, row_logits), is_running) in logits.iter_mut().zip(out).zip(&running) {
+                if *is_running {
+                    *slot = row_logits;
+                }
+            }
+        }
+    }
+
+    /// Records a sampled token and decides whether its row is done.
+    fn accept(&self, state: &mut RowState, token: u32) -> Result<()> {
+        if !state.to_limit && self.stop_tokens.contains(&token) {
+            state.finished = Some(FinishReason::Stop);
+            return Ok(());
+        }
+        state.tokens.push(token);
+        if !state.stop.is_empty() {
+            let text = self.decode(&state.tokens)?;
+            if state.stop.iter().any(|s| text.contains(s.as_str())) {
+                state.finished = Some(FinishReason::Stop);
+                return Ok(());
+            }
+        }
+        if state.tokens.len() >= state.max_tokens {
+            state.finished = Some(FinishReason::Length);
+        } else if !state.to_limit && super::repetition::ends_in_loop(&state.tokens) {
+            state.finished = Some(FinishReason::Repetition);
+        }
+        Ok(())
+    }
+
+    /// Texts (cut at the first stop string) and the total generated tokens.
+    pub fn completions(&self, rows: Vec<RowState>) -> Result<(Vec<Completion>, usize)> {
+        let mut completions = Vec::with_capacity(rows.len());
+        let mut generated = 0;
+        for state in rows {
+            let mut text = self.decode(&state.tokens)?;
+            let mut finish = state.finished.unwrap_or(FinishReason::Length);
+            if let Some(cut) = state
+                .stop
+                .iter()
+                .filter_map(|s| text.find(s.as_str()))
+                .min()
+            {
+                text.truncate(cut);
+                finish = FinishReason::Stop;
+            }
+            generated += state.tokens.len();
+            completions.push(Completion {
+                text,
+                finish_reason: finish,
+                generated_tokens: state.tokens.len(),
+            });
+        }
+        Ok((completions, generated))
+    }
+}
+
+/// One completion being decoded.
+pub struct RowState {
+    sampler: Sampler,
+    tokens: Vec<u32>,
+    max_tokens: usize,
+    stop: Vec<String>,
+    /// Ignore end-of-turn tokens and the repetition cut.
+    to_limit: bool,
+    finished: Option<FinishReason>,
+}
+
+impl RowState {
+    /// Row `row` of a request (each row samples with its own seed).
+    pub fn new(sampling: &Sampling, row: usize, max_tokens: usize) -> Self {
+        RowState {
+            sampler: Sampler::new(sampling, row),
+            tokens: Vec::new(),
+            max_tokens,
+            stop: sampling.stop.clone(),
+            to_limit: sampling.to_limit,
+            finished: (max_tokens == 0).then_some(FinishReason::Length),
+        }
+    }
+
+    /// The `n` rows of one request.
+    pub fn for_request(sampling: &Sampling, max_tokens: usize) -> Vec<RowState> {
+        (0..sampling.n.max(1))
+            .map(|row| RowState::new(sampling, row, max_tokens))
+            .collect()
+    }
+
+    /// What to feed next (for a finished row, anything: its output is ignored).
+    fn last_token(&self) -> u32 {
+        self.tokens.last().copied().unwrap_or(0)
+    }
+}
