@@ -242,29 +242,34 @@ impl LocalModel {
     }
 
     /// Samples every row until each stops or reaches its token limit,
-    /// feeding all rows through the model together at each step.
+    /// feeding the running rows through the model together at each step;
+    /// rows that finish leave the batch.
     fn decode_rows(
         &self,
         cache: &mut KvCache,
         rows: &mut [RowState],
         logits: Vec<Vec<f32>>,
     ) -> Result<()> {
+        // Cache row i continues request row `in_cache[i]`.
+        let mut in_cache: Vec<usize> = (0..rows.len()).collect();
         self.codec.decode_rows(rows, logits, |next, running| {
-            let input = Tensor::new(next, self.transformer.device())
+            let live: Vec<usize> = (0..in_cache.len())
+                .filter(|&i| running[in_cache[i]])
+                .collect();
+            if live.len() < in_cache.len() {
+                *cache = cache.select_rows(&live).map_err(inference)?;
+                in_cache = live.iter().map(|&i| in_cache[i]).collect();
+            }
+            let input: Vec<u32> = in_cache.iter().map(|&row| next[row]).collect();
+            let input = Tensor::new(input.as_slice(), self.transformer.device())
                 .and_then(|t| t.unsqueeze(1))
                 .map_err(inference)?;
             let out = self.transformer.forward(&input, cache).map_err(inference)?;
-            running
-                .iter()
-                .enumerate()
-                .map(|(row, &run)| {
-                    if run {
-                        row_logits(&out, row).map_err(inference)
-                    } else {
-                        Ok(Vec::new())
-                    }
-                })
-                .collect()
+            let mut logits = vec![Vec::new(); running.len()];
+            for (i, &row) in in_cache.iter().enumerate() {
+                logits[row] = row_logits(&out, i).map_err(inference)?;
+            }
+            Ok(logits)
         })
     }
 }
