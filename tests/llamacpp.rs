@@ -5,9 +5,9 @@
 
 mod common;
 
-use common::model_path;
+use common::{greedy, model_path, sql_prompt};
 
-use iesr::llm::{load_llamacpp, ChatMessage, LanguageModel, Prompt, Sampling};
+use iesr::llm::{load_llamacpp, LanguageModel, Prompt, Sampling};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// The model, loaded once, and a lock that keeps the tests from mixing
@@ -18,28 +18,6 @@ fn model() -> (MutexGuard<'static, ()>, &'static Arc<dyn LanguageModel>) {
     let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let model = MODEL.get_or_init(|| load_llamacpp(model_path().to_str().unwrap(), 2).unwrap());
     (turn, model)
-}
-
-fn sql_prompt(question: &str) -> Prompt {
-    Prompt::Chat(vec![
-        ChatMessage::new(
-            "system",
-            "You are a careful SQLite expert. Answer with one SQLite query in a ```sql block.",
-        ),
-        ChatMessage::new(
-            "user",
-            format!(
-                "CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);\n\nQuestion: {question}"
-            ),
-        ),
-    ])
-}
-
-fn greedy(max_tokens: usize) -> Sampling {
-    Sampling {
-        max_tokens,
-        ..Sampling::default()
-    }
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::model_path;
+use common::{greedy, model_path, sql_prompt};
 
 use iesr::llm::gguf;
 use iesr::llm::local::LocalModel;
@@ -15,28 +15,6 @@ use std::sync::OnceLock;
 fn shared() -> &'static LocalModel {
     static MODEL: OnceLock<LocalModel> = OnceLock::new();
     MODEL.get_or_init(|| gguf::load(&model_path()).unwrap())
-}
-
-fn sql_prompt(question: &str) -> Prompt {
-    Prompt::Chat(vec![
-        ChatMessage::new(
-            "system",
-            "You are a careful SQLite expert. Answer with one SQLite query in a ```sql block.",
-        ),
-        ChatMessage::new(
-            "user",
-            format!(
-                "CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);\n\nQuestion: {question}"
-            ),
-        ),
-    ])
-}
-
-fn greedy(max_tokens: usize) -> Sampling {
-    Sampling {
-        max_tokens,
-        ..Sampling::default()
-    }
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! scratch copies of real databases.
 #![allow(dead_code)]
 
+use iesr::llm::{ChatMessage, Prompt, Sampling};
 use std::path::{Path, PathBuf};
 
 /// `../shared/datasets` beside the repository, or `$IESR_DATASETS`.
@@ -65,4 +66,28 @@ pub fn model_path() -> PathBuf {
         path.display()
     );
     path
+}
+
+/// A one-table SQL question as a chat prompt, for the model tests.
+pub fn sql_prompt(question: &str) -> Prompt {
+    Prompt::Chat(vec![
+        ChatMessage::new(
+            "system",
+            "You are a careful SQLite expert. Answer with one SQLite query in a ```sql block.",
+        ),
+        ChatMessage::new(
+            "user",
+            format!(
+                "CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);\n\nQuestion: {question}"
+            ),
+        ),
+    ])
+}
+
+/// Greedy decoding of up to `max_tokens` tokens.
+pub fn greedy(max_tokens: usize) -> Sampling {
+    Sampling {
+        max_tokens,
+        ..Sampling::default()
+    }
 }
