@@ -100,6 +100,17 @@ fn same_sql_is_served_from_the_cache() {
 }
 
 #[test]
+fn sql_errors_name_the_problem_without_repeating_the_query() {
+    let executor = Executor::open(&student_club(), ExecConfig::default()).unwrap();
+    let error = executor
+        .query("SELECT nope FROM member WHERE first_name = 'Angela'")
+        .unwrap_err();
+    assert_eq!(error, QueryError::Sql("no such column: nope".into()));
+    let error = executor.query("SELECT first_name FROM").unwrap_err();
+    assert_eq!(error, QueryError::Sql("incomplete input".into()), "{error}");
+}
+
+#[test]
 fn many_queries_run_in_parallel_in_order() {
     let executor = Executor::open(&student_club(), ExecConfig::default()).unwrap();
     let sqls = [

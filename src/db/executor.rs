@@ -280,6 +280,9 @@ fn query_error(error: rusqlite::Error, timeout: Duration) -> QueryError {
             rusqlite::Error::MultipleStatement => {
                 QueryError::Refused("more than one statement was given".into())
             }
+            // SQLite's message alone: the query is already beside it in every
+            // prompt and trace, and repeating it only costs tokens.
+            rusqlite::Error::SqlInputError { msg, .. } => QueryError::Sql(msg),
             other => QueryError::Sql(other.to_string()),
         },
     }
