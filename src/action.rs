@@ -112,7 +112,7 @@ fn default_weight() -> f64 {
 /// What one application of an action produced.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct StepOutput {
-    /// The text shown to later steps (compact JSON for JSON outputs).
+    /// The answer as the model wrote it, trimmed; later steps see it.
     pub text: String,
     /// The query, for SQL actions whose output held one.
     pub sql: Option<String>,
@@ -141,16 +141,10 @@ impl Action {
                 text,
                 ..StepOutput::default()
             },
-            OutputKind::Json => match parse_value(&text) {
-                Ok(value) => StepOutput {
-                    text: value.to_string(),
-                    ..StepOutput::default()
-                },
-                Err(e) => StepOutput {
-                    text,
-                    parse_error: Some(e),
-                    ..StepOutput::default()
-                },
+            OutputKind::Json => StepOutput {
+                parse_error: parse_value(&text).err(),
+                text,
+                ..StepOutput::default()
             },
             OutputKind::Sql => {
                 let sql = extract_sql(&text);
@@ -335,7 +329,7 @@ mod tests {
     fn outputs_are_parsed_by_kind() {
         let set = ActionSet::builtin();
         let selection = set.get(1).parse("Need singer.\n{'tables': ['singer']}");
-        assert_eq!(selection.text, r#"{"tables":["singer"]}"#);
+        assert_eq!(selection.text, "Need singer.\n{'tables': ['singer']}");
         assert_eq!(selection.parse_error, None);
         let broken = set.get(1).parse("just singer");
         assert_eq!(broken.text, "just singer");

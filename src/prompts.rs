@@ -23,8 +23,9 @@ pub const REASONING_SYSTEM: Template = Template {
     text: include_str!("../prompts/reasoning.system.txt"),
 };
 
-/// The shared frame of every reasoning action: schema, hint, question,
-/// stage 1's notes, the steps so far, then the action's instruction.
+/// The first message of every reasoning prompt: schema, hint, question,
+/// stage 1's notes, then the first step's instruction. Later steps follow
+/// as chat turns.
 pub const REASONING_USER: Template = Template {
     name: "reasoning.user",
     text: include_str!("../prompts/reasoning.user.txt"),

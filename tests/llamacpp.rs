@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{greedy, model_path, sql_prompt};
+use common::{check_answer_states_are_reused, greedy, model_path, sql_prompt};
 
 use iesr::llm::{load_llamacpp, LanguageModel, Prompt, Sampling};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -46,6 +46,12 @@ fn answers_with_sql_and_reuses_the_last_prompt() {
         .unwrap();
     assert!(other.usage.cached_prompt_tokens > 40, "{:?}", other.usage);
     assert!(other.usage.cached_prompt_tokens < other.usage.prompt_tokens - 1);
+}
+
+#[test]
+fn the_next_turn_reuses_the_answer() {
+    let (_turn, model) = model();
+    check_answer_states_are_reused(model.as_ref());
 }
 
 /// The rows of one call share the prompt's cells: greedy rows equal the

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{greedy, model_path, sql_prompt};
+use common::{check_answer_states_are_reused, greedy, model_path, sql_prompt};
 
 use iesr::llm::gguf;
 use iesr::llm::local::LocalModel;
@@ -79,6 +79,12 @@ fn same_seed_same_samples_and_rows_differ() {
         "three samples at temperature 1 were identical: {:?}",
         texts(&first)
     );
+}
+
+#[test]
+fn the_next_turn_reuses_the_answer() {
+    // A fresh model, so no other test's entries serve the prompt.
+    check_answer_states_are_reused(&gguf::load(&model_path()).unwrap());
 }
 
 /// Batched rows and cached prefixes must not change what the model computes:

@@ -237,6 +237,11 @@ impl RowState {
     }
 
     /// What to feed next (for a finished row, anything: its output is ignored).
+    /// The tokens sampled so far.
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+
     fn last_token(&self) -> u32 {
         self.tokens.last().copied().unwrap_or(0)
     }

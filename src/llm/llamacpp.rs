@@ -110,7 +110,14 @@ impl LlamaCppModel {
         let mut rows = RowState::for_request(sampling, max_tokens);
         for group in rows.chunks_mut(SEQUENCES) {
             let decoded = engine.decode_group(&self.codec, group, &first, ids.len());
-            engine.forget_completions(ids.len())?;
+            // A lone completion stays in sequence 0 after its prompt: a next
+            // prompt that goes on from this answer reuses its states.
+            let kept: &[u32] = match (&decoded, &*group) {
+                (Ok(fed), [row]) => &row.tokens()[..(*fed).min(row.tokens().len())],
+                _ => &[],
+            };
+            engine.forget_completions(ids.len() + kept.len())?;
+            engine.cached.extend_from_slice(kept);
             decoded?;
         }
         let decode_seconds = started.elapsed().as_secs_f64();
@@ -160,14 +167,15 @@ impl Engine {
         Ok((self.context.get_logits_ith(0).to_vec(), reusable))
     }
 
-    /// Decodes up to `SEQUENCES` completions of the prompt in sequence 0.
+    /// Decodes up to `SEQUENCES` completions of the prompt in sequence 0;
+    /// returns how many positions each sequence was fed past the prompt.
     fn decode_group(
         &mut self,
         codec: &TextCodec,
         rows: &mut [RowState],
         first: &[f32],
         prompt_len: usize,
-    ) -> Result<()> {
+    ) -> Result<usize> {
         for row in 1..rows.len() {
             self.context
                 .copy_kv_cache_seq(0, row as i32, None, None)
@@ -200,13 +208,15 @@ impl Engine {
                     logits
                 })
                 .collect())
-        })
+        })?;
+        Ok(position as usize - prompt_len)
     }
 
-    /// Drops every completion's states, keeping the prompt in sequence 0.
-    fn forget_completions(&mut self, prompt_len: usize) -> Result<()> {
+    /// Drops every completion's states, keeping the first `kept` positions
+    /// of sequence 0.
+    fn forget_completions(&mut self, kept: usize) -> Result<()> {
         self.context
-            .clear_kv_cache_seq(Some(0), Some(prompt_len as u32), None)
+            .clear_kv_cache_seq(Some(0), Some(kept as u32), None)
             .map_err(llama)?;
         for row in 1..SEQUENCES as u32 {
             self.context

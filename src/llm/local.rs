@@ -131,6 +131,10 @@ impl LocalModel {
         let first = row_logits(&first_logits, 0).map_err(inference)?;
         let mut rows = RowState::for_request(sampling, max_tokens);
         self.decode_rows(&mut cache, &mut rows, vec![first; n])?;
+        if n == 1 {
+            self.remember_answer(&ids, &rows[0], &cache)
+                .map_err(inference)?;
+        }
         let decode_seconds = started.elapsed().as_secs_f64();
         let (completions, generated) = self.codec.completions(rows)?;
         Ok(Generation {
@@ -143,6 +147,34 @@ impl LocalModel {
                 decode_seconds,
             },
         })
+    }
+
+    /// Keeps the states of a one-completion call's prompt and answer: a
+    /// next prompt that goes on from the answer (a search step's child)
+    /// then computes only its own new turn.
+    fn remember_answer(
+        &self,
+        ids: &[u32],
+        row: &RowState,
+        cache: &KvCache,
+    ) -> candle_core::Result<()> {
+        // The last sampled token was never fed, so the cache may hold one
+        // token fewer than the answer.
+        let fed = cache
+            .len()
+            .saturating_sub(ids.len())
+            .min(row.tokens().len());
+        if fed == 0 {
+            return Ok(());
+        }
+        let mut tokens = ids.to_vec();
+        tokens.extend_from_slice(&row.tokens()[..fed]);
+        let snapshot = cache.snapshot(0, tokens.len())?;
+        self.prefix_cache
+            .lock()
+            .expect("prefix cache lock")
+            .insert(tokens, snapshot);
+        Ok(())
     }
 
     /// Several prompts of unequal length in one batch: left-padded to a

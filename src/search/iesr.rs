@@ -247,7 +247,7 @@ mod tests {
             }
             match step_of(prompt) {
                 "schema selection" => r#"{"tables": ["singer"]}"#.into(),
-                "SQL generation" if prompt.contains("## Selected schema") => {
+                "SQL generation" if prompt.contains("Step: schema selection") => {
                     "<sql>SELECT count(*) FROM singer".into()
                 }
                 "SQL generation" => {

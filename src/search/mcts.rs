@@ -332,7 +332,7 @@ pub(crate) mod tests {
     fn schema_selection_helps() -> ScriptedModel {
         ScriptedModel::responding(|prompt, i| match step_of(prompt) {
             "schema selection" => r#"{"tables": ["singer"]}"#.into(),
-            "SQL generation" if prompt.contains("## Selected schema") => {
+            "SQL generation" if prompt.contains("Step: schema selection") => {
                 "<sql>SELECT count(*) FROM singer".into()
             }
             "SQL generation" => "<sql>SELECT nosuch FROM singer".into(),

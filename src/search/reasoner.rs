@@ -79,13 +79,25 @@ impl Reasoner<'_> {
         }
     }
 
+    /// The chat for `action` after `path`: the question's frame with the
+    /// first step's instruction, then each step as the model's answer and a
+    /// user turn with its execution feedback and the next instruction. A
+    /// child's prompt thus extends its parent's prompt and answer token for
+    /// token, so a model that keeps those states computes only the new turn.
+    /// A query step that wrote no query is left out: shown its own failed
+    /// answer, a small model tends to repeat it.
     pub fn prompt(&self, path: &[&Step], action: &Action) -> Vec<ChatMessage> {
+        let answered: Vec<(&Action, &StepOutput, &Step)> = path
+            .iter()
+            .filter(|step| step.filled_slot(self.actions).is_some())
+            .filter_map(|step| {
+                let output = step.output.as_ref()?;
+                Some((self.actions.get(step.action?), output, *step))
+            })
+            .collect();
+        let first = answered.first().map_or(action, |(a, _, _)| *a);
         let hint = crate::prompts::hint_line(self.context.hint.as_deref());
-        let mut steps = String::new();
-        for step in path {
-            steps.push_str(&self.render_step(step));
-        }
-        vec![
+        let mut messages = vec![
             ChatMessage::new("system", REASONING_SYSTEM.render(&[])),
             ChatMessage::new(
                 "user",
@@ -94,42 +106,51 @@ impl Reasoner<'_> {
                     ("hint", hint.as_str()),
                     ("question", self.context.question.as_str()),
                     ("understanding", self.context.understanding.as_str()),
-                    ("steps", steps.as_str()),
-                    ("instruction", action.prompt.trim()),
+                    ("instruction", first.prompt.trim()),
                 ]),
             ),
-        ]
+        ];
+        let next_instructions = answered
+            .iter()
+            .skip(1)
+            .map(|(a, _, _)| *a)
+            .chain(std::iter::once(action));
+        for ((step_action, output, step), next) in answered.iter().zip(next_instructions) {
+            messages.push(ChatMessage::new(
+                "assistant",
+                answer_text(step_action, output),
+            ));
+            let mut turn = self.feedback(step_action, output, step);
+            turn.push_str(next.prompt.trim());
+            messages.push(ChatMessage::new("user", turn));
+        }
+        messages
     }
 
-    fn render_step(&self, step: &Step) -> String {
-        let (Some(index), Some(output)) = (step.action, &step.output) else {
-            return String::new();
+    /// What the engine learnt from a step, ahead of the next instruction:
+    /// for a query step, how its query ran; nothing for the others.
+    fn feedback(&self, action: &Action, output: &StepOutput, step: &Step) -> String {
+        let mut out = String::new();
+        // Only query steps that wrote a query are shown, and such a query
+        // was always executed.
+        let (OutputKind::Sql, Some(sql), Some(outcome)) =
+            (&action.output, &output.sql, &step.execution)
+        else {
+            return out;
         };
-        let action = self.actions.get(index);
-        let mut out = format!("\n## {}\n", action.title);
-        if action.output == OutputKind::Sql {
-            match (&output.sql, &step.execution) {
-                (Some(sql), Some(outcome)) => {
-                    let _ = writeln!(
-                        out,
-                        "```sql\n{sql}\n```\nExecution: {}",
-                        execution_note(outcome)
-                    );
-                    if output.fixed_from.is_some() {
-                        out.push_str("(misspelt names in the written query were fixed)\n");
-                    }
-                    if let Err(e) = outcome {
-                        if let Some(note) = self.context.names.suggest(&e.to_string(), sql) {
-                            let _ = writeln!(out, "Schema note: {note}");
-                        }
-                    }
-                }
-                _ => out.push_str("(no query was written)\n"),
-            }
-        } else {
-            out.push_str(&output.text);
-            out.push('\n');
+        if output.fixed_from.is_some() {
+            let _ = writeln!(
+                out,
+                "Misspelt names in the query were fixed; it ran as:\n```sql\n{sql}\n```"
+            );
         }
+        let _ = writeln!(out, "Execution: {}", execution_note(outcome));
+        if let Err(e) = outcome {
+            if let Some(note) = self.context.names.suggest(&e.to_string(), sql) {
+                let _ = writeln!(out, "Schema note: {note}");
+            }
+        }
+        out.push('\n');
         out
     }
 
@@ -211,6 +232,18 @@ impl Reasoner<'_> {
             ..Sampling::default()
         }
     }
+}
+
+/// A step's answer as the model wrote it. Query answers stop at the
+/// `</sql>` stop string, which the completion text leaves out: it is put
+/// back so the turn reads as written and matches the tokens the model
+/// produced.
+fn answer_text(action: &Action, output: &StepOutput) -> String {
+    let mut text = output.text.clone();
+    if action.output == OutputKind::Sql && text.contains("<sql>") && !text.contains("</sql>") {
+        text.push_str("\n</sql>");
+    }
+    text
 }
 
 /// An execution outcome as one line for the next prompt.
@@ -300,7 +333,8 @@ mod tests {
         /// The user message of the revision prompt after `step`.
         fn revision_prompt(&self, step: &Step) -> String {
             let revise = self.actions.get(self.actions.index_of("A6").unwrap());
-            self.reasoner().prompt(&[step], revise)[1].content.clone()
+            let prompt = self.reasoner().prompt(&[step], revise);
+            prompt.last().unwrap().content.clone()
         }
     }
 
@@ -313,6 +347,46 @@ mod tests {
             user.contains("Schema note: no column `Agee`; the closest are singer.Age"),
             "{user}"
         );
+    }
+
+    #[test]
+    fn a_child_prompt_extends_its_parent_prompt_and_answer() {
+        let f = Fixture::new();
+        let a5 = f.actions.index_of("A5").unwrap();
+        let a6 = f.actions.index_of("A6").unwrap();
+        let reasoner = f.reasoner();
+        let parent = reasoner.prompt(&[], f.actions.get(a5));
+        let answer = "Sub-questions: the oldest age.\n<sql>\nSELECT MAX(Age) FROM singer";
+        let output = f.actions.get(a5).parse(answer);
+        let step = Step {
+            action: Some(a5),
+            execution: Some(f.executor.query(output.sql.as_deref().unwrap())),
+            output: Some(output),
+        };
+        let child = reasoner.prompt(&[&step], f.actions.get(a6));
+        assert_eq!(child[..parent.len()], parent[..]);
+        assert_eq!(child.len(), parent.len() + 2);
+        assert_eq!(child[parent.len()].role, "assistant");
+        assert_eq!(child[parent.len()].content, format!("{answer}\n</sql>"));
+        let turn = &child[parent.len() + 1].content;
+        assert!(
+            turn.starts_with("Execution: 1 row; columns MAX(Age)"),
+            "{turn}"
+        );
+        assert!(turn.ends_with(f.actions.get(a6).prompt.trim()), "{turn}");
+    }
+
+    #[test]
+    fn a_query_step_that_wrote_no_query_is_not_shown_again() {
+        let f = Fixture::new();
+        let a5 = f.actions.get(f.actions.index_of("A5").unwrap());
+        let empty = Step {
+            action: f.actions.index_of("A5"),
+            output: Some(a5.parse("Sub-questions: the oldest age.")),
+            execution: None,
+        };
+        let retry = f.reasoner().prompt(&[&empty], a5);
+        assert_eq!(retry, f.reasoner().prompt(&[], a5));
     }
 
     #[test]
@@ -340,7 +414,7 @@ mod tests {
         assert!(matches!(step.execution, Some(Ok(_))));
         let user = f.revision_prompt(&step);
         assert!(
-            user.contains("misspelt names in the written query were fixed"),
+            user.contains("Misspelt names in the query were fixed; it ran as:\n```sql\nSELECT MAX(Age) FROM singer\n```"),
             "{user}"
         );
 

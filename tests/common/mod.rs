@@ -2,7 +2,7 @@
 //! scratch copies of real databases.
 #![allow(dead_code)]
 
-use iesr::llm::{ChatMessage, Prompt, Sampling};
+use iesr::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
 use std::path::{Path, PathBuf};
 
 /// `../shared/datasets` beside the repository, or `$IESR_DATASETS`.
@@ -90,4 +90,32 @@ pub fn greedy(max_tokens: usize) -> Sampling {
         max_tokens,
         ..Sampling::default()
     }
+}
+
+/// A call that goes on from the previous call's answer (the next turn of
+/// the same chat) must reuse the states of that prompt and answer.
+pub fn check_answer_states_are_reused(model: &dyn LanguageModel) {
+    let question = "Which singers are older than 40? Use a fresh alias for each table.";
+    let Prompt::Chat(mut messages) = sql_prompt(question) else {
+        unreachable!("sql_prompt is a chat")
+    };
+    let first = model
+        .generate(&Prompt::Chat(messages.clone()), &greedy(48))
+        .unwrap();
+    messages.push(ChatMessage::new(
+        "assistant",
+        first.completions[0].text.clone(),
+    ));
+    messages.push(ChatMessage::new("user", "Now order them by age."));
+    let next = model.generate(&Prompt::Chat(messages), &greedy(4)).unwrap();
+    // All of the first prompt, and the answer up to its last token or two
+    // (the last sampled token is never fed, and the end can tokenize
+    // differently once the turn is closed).
+    let answer_end = first.usage.prompt_tokens + first.usage.generated_tokens;
+    assert!(
+        next.usage.cached_prompt_tokens + 2 >= answer_end,
+        "first {:?}, next {:?}",
+        first.usage,
+        next.usage
+    );
 }
