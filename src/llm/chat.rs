@@ -32,8 +32,14 @@ impl ChatTemplate {
     }
 
     /// The prompt text for `messages`, ending where the assistant's reply
-    /// begins.
+    /// begins. A final assistant message is a reply begun: the text ends
+    /// with it, left open for the model to continue.
     pub fn render(&self, messages: &[ChatMessage]) -> Result<String, String> {
+        if let Some((last, earlier)) = messages.split_last() {
+            if last.role == "assistant" {
+                return Ok(self.render(earlier)? + &last.content);
+            }
+        }
         let template = self.env.get_template("chat").expect("added in new()");
         let messages: Vec<Value> = messages
             .iter()
@@ -72,6 +78,22 @@ mod tests {
         assert_eq!(
             text,
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+        );
+    }
+
+    #[test]
+    fn a_final_assistant_message_is_continued() {
+        let source = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+        let template = ChatTemplate::new(source, "", "<|im_end|>").unwrap();
+        let text = template
+            .render(&[
+                ChatMessage::new("user", "Hi"),
+                ChatMessage::new("assistant", "Hello,"),
+            ])
+            .unwrap();
+        assert_eq!(
+            text,
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello,"
         );
     }
 

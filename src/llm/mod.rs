@@ -44,7 +44,8 @@ impl ChatMessage {
 }
 
 /// What the model continues: chat messages rendered with the model's own
-/// template, or raw text used as is.
+/// template (a final assistant message is a reply to continue), or raw
+/// text used as is.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Prompt {
     Chat(Vec<ChatMessage>),

@@ -86,6 +86,13 @@ impl OpenAiModel {
         match prompt {
             Prompt::Chat(messages) => {
                 body["messages"] = json!(messages);
+                if messages.last().is_some_and(|m| m.role == "assistant") {
+                    // Continue that reply rather than answer after it:
+                    // the names vLLM and SGLang read; a server without
+                    // them may begin a new reply instead.
+                    body["continue_final_message"] = json!(true);
+                    body["add_generation_prompt"] = json!(false);
+                }
                 (format!("{}/v1/chat/completions", self.base_url), body)
             }
             Prompt::Raw(text) => {

@@ -156,10 +156,10 @@ impl Search<'_> {
             .reasoner
             .sampling(action, 1, node_seed(self.seed, id, 0));
         let stage = format!("search {} node {id}", self.reasoner.actions.get(action).id);
-        let (mut steps, record) = self
+        let (mut steps, records) = self
             .reasoner
             .apply(self.model, &path, action, &sampling, stage)?;
-        calls.push(record);
+        calls.extend(records);
         let step = steps.swap_remove(0);
         let mut child_path = path;
         child_path.push(&step);
@@ -213,14 +213,14 @@ impl Search<'_> {
                 let sampling = self
                     .reasoner
                     .sampling(action, k, node_seed(self.seed, node, 1));
-                let (steps, record) = self.reasoner.apply(
+                let (steps, records) = self.reasoner.apply(
                     self.model,
                     &path,
                     action,
                     &sampling,
                     format!("reward node {node}"),
                 )?;
-                calls.push(record);
+                calls.extend(records);
                 let samples: Vec<(Option<String>, bool)> = steps
                     .iter()
                     .map(|s| {
@@ -306,7 +306,9 @@ pub(crate) mod tests {
         let actions = ActionSet::builtin()
             .without(&["A1", "A2", "A3", "A4", "A6"].map(String::from))
             .unwrap();
-        let model = ScriptedModel::responding(|_, i| match i {
+        let model = ScriptedModel::responding(|prompt, i| match i {
+            // The third sample's answer, continued from an opened query tag.
+            _ if prompt.ends_with("<sql>\n") => "SELECT nosuch FROM singer".into(),
             0 => "<sql>SELECT count(*) FROM singer".into(),
             1 => "<sql>SELECT count(*) + 1 FROM singer".into(),
             _ => "I do not know".into(),
@@ -321,9 +323,11 @@ pub(crate) mod tests {
         assert!((leaf.reward.unwrap() - 1.0 / 3.0).abs() < 1e-12);
         let agreed: Vec<bool> = leaf.payload.reward_samples.iter().map(|s| s.1).collect();
         assert_eq!(agreed, [true, false, false]);
-        // The K samples are one call of n = 3.
-        assert_eq!(result.calls.len(), 2);
+        // The K samples are one call of n = 3, and the sample that wrote no
+        // query was continued once.
+        assert_eq!(result.calls.len(), 3);
         assert_eq!(result.calls[1].n, 3);
+        assert!(result.calls[2].stage.ends_with("query continuation"));
         assert_eq!(progress.len(), 1);
     }
 

@@ -7,7 +7,7 @@ use super::repair::SchemaNames;
 use crate::action::{Action, ActionSet, OutputKind, StepOutput, TerminalRule};
 use crate::db::{Executor, QueryOutcome};
 use crate::error::Result;
-use crate::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
+use crate::llm::{ChatMessage, FinishReason, LanguageModel, Prompt, Sampling};
 use crate::prompts::{REASONING_SYSTEM, REASONING_USER};
 use crate::trace::CallRecord;
 use std::fmt::Write;
@@ -155,7 +155,10 @@ impl Reasoner<'_> {
     }
 
     /// Applies `action` after `path` with `model`: one call of `n`
-    /// completions (the first becomes the step), each query executed.
+    /// completions (the first becomes the step), each query executed. A
+    /// query step's answer that ended without a query is continued once
+    /// from an opened query tag, in a call of its own; the calls made are
+    /// returned in order.
     pub fn apply(
         &self,
         model: &dyn LanguageModel,
@@ -163,15 +166,32 @@ impl Reasoner<'_> {
         action_index: usize,
         sampling: &Sampling,
         stage: String,
-    ) -> Result<(Vec<Step>, CallRecord)> {
+    ) -> Result<(Vec<Step>, Vec<CallRecord>)> {
         let action = self.actions.get(action_index);
         let prompt = self.prompt(path, action);
         let generation = model.generate(&Prompt::Chat(prompt.clone()), sampling)?;
-        let outputs: Vec<StepOutput> = generation
-            .completions
-            .iter()
-            .map(|c| action.parse(&c.text))
-            .collect();
+        let mut answers = Vec::with_capacity(generation.completions.len());
+        let mut continuations = Vec::new();
+        for (row, completion) in generation.completions.iter().enumerate() {
+            let unfinished = action.output == OutputKind::Sql
+                && completion.finish_reason == FinishReason::Stop
+                && action.parse(&completion.text).sql.is_none();
+            if unfinished {
+                let (answer, record) = self.continue_with_query(
+                    model,
+                    &prompt,
+                    &completion.text,
+                    sampling,
+                    row,
+                    &stage,
+                )?;
+                answers.push(answer);
+                continuations.push(record);
+            } else {
+                answers.push(completion.text.clone());
+            }
+        }
+        let outputs: Vec<StepOutput> = answers.iter().map(|a| action.parse(a)).collect();
         let sqls: Vec<&str> = outputs.iter().filter_map(|o| o.sql.as_deref()).collect();
         let mut executions = self.executor.query_many(&sqls).into_iter();
         let steps = outputs
@@ -185,7 +205,7 @@ impl Reasoner<'_> {
                 })
             })
             .collect();
-        let record = CallRecord {
+        let mut records = vec![CallRecord {
             stage,
             prompt,
             temperature: sampling.temperature,
@@ -193,8 +213,49 @@ impl Reasoner<'_> {
             seed: sampling.seed,
             outputs: generation.completions.into_iter().map(|c| c.text).collect(),
             usage: generation.usage,
+        }];
+        records.extend(continuations);
+        Ok((steps, records))
+    }
+
+    /// `answer` (row `row` of a query step) with a query written after it:
+    /// the model continues its own reply from an opened query tag. A small
+    /// model often ends its turn after the first line of the answer format;
+    /// a retried step tends to do the same again.
+    fn continue_with_query(
+        &self,
+        model: &dyn LanguageModel,
+        prompt: &[ChatMessage],
+        answer: &str,
+        sampling: &Sampling,
+        row: usize,
+        stage: &str,
+    ) -> Result<(String, CallRecord)> {
+        let begun = format!("{}\n{QUERY_OPEN}\n", answer.trim_end());
+        let mut messages = prompt.to_vec();
+        messages.push(ChatMessage::new("assistant", begun.clone()));
+        let sampling = Sampling {
+            n: 1,
+            seed: sampling.seed.wrapping_add(row as u64 + 1),
+            ..sampling.clone()
         };
-        Ok((steps, record))
+        let generation = model.generate(&Prompt::Chat(messages.clone()), &sampling)?;
+        let rest = generation
+            .completions
+            .into_iter()
+            .next()
+            .map(|c| c.text)
+            .unwrap_or_default();
+        let record = CallRecord {
+            stage: format!("{stage} query continuation"),
+            prompt: messages,
+            temperature: sampling.temperature,
+            n: 1,
+            seed: sampling.seed,
+            outputs: vec![rest.clone()],
+            usage: generation.usage,
+        };
+        Ok((begun + &rest, record))
     }
 
     /// The step with misspelt table or column names in its failed query
@@ -240,11 +301,17 @@ impl Reasoner<'_> {
 /// produced.
 fn answer_text(action: &Action, output: &StepOutput) -> String {
     let mut text = output.text.clone();
-    if action.output == OutputKind::Sql && text.contains("<sql>") && !text.contains("</sql>") {
-        text.push_str("\n</sql>");
+    if action.output == OutputKind::Sql && text.contains(QUERY_OPEN) && !text.contains(QUERY_CLOSE)
+    {
+        text.push('\n');
+        text.push_str(QUERY_CLOSE);
     }
     text
 }
+
+/// The tags around the query in the query actions' answer format.
+const QUERY_OPEN: &str = "<sql>";
+const QUERY_CLOSE: &str = "</sql>";
 
 /// An execution outcome as one line for the next prompt.
 pub fn execution_note(outcome: &QueryOutcome) -> String {
@@ -374,6 +441,43 @@ mod tests {
             "{turn}"
         );
         assert!(turn.ends_with(f.actions.get(a6).prompt.trim()), "{turn}");
+    }
+
+    #[test]
+    fn an_answer_that_stops_before_its_query_is_continued() {
+        let f = Fixture::new();
+        let model = crate::llm::scripted::ScriptedModel::responding(|prompt, _| {
+            if prompt.ends_with("<sql>\n") {
+                "SELECT MAX(Age) FROM singer".into()
+            } else {
+                "Sub-questions: the oldest age.".into()
+            }
+        });
+        let a5 = f.actions.index_of("A5").unwrap();
+        let sampling = f.reasoner().sampling(a5, 1, 7);
+        let (steps, calls) = f
+            .reasoner()
+            .apply(&model, &[], a5, &sampling, "search A5".into())
+            .unwrap();
+        let output = steps[0].output.as_ref().unwrap();
+        assert_eq!(
+            output.text,
+            "Sub-questions: the oldest age.\n<sql>\nSELECT MAX(Age) FROM singer"
+        );
+        assert_eq!(output.sql.as_deref(), Some("SELECT MAX(Age) FROM singer"));
+        assert!(matches!(steps[0].execution, Some(Ok(_))));
+        let stages: Vec<&str> = calls.iter().map(|c| c.stage.as_str()).collect();
+        assert_eq!(stages, ["search A5", "search A5 query continuation"]);
+        assert_ne!(calls[1].seed, calls[0].seed);
+
+        // A text step's answer is taken as it is.
+        let a4 = f.actions.index_of("A4").unwrap();
+        let sampling = f.reasoner().sampling(a4, 1, 7);
+        let (_, calls) = f
+            .reasoner()
+            .apply(&model, &[], a4, &sampling, "search A4".into())
+            .unwrap();
+        assert_eq!(calls.len(), 1);
     }
 
     #[test]

@@ -134,9 +134,9 @@ pub fn select(
                         let completion = match completions.get(&(cut.ancestor, action)) {
                             Some(done) => done.clone(),
                             None => {
-                                let (done, record) =
+                                let (done, records) =
                                     complete(tree, &cut, action, reasoner, discriminator, seed)?;
-                                calls.push(record);
+                                calls.extend(records);
                                 completions.insert((cut.ancestor, action), done.clone());
                                 done
                             }
@@ -236,7 +236,7 @@ fn complete(
     reasoner: &Reasoner<'_>,
     model: &dyn LanguageModel,
     seed: u64,
-) -> Result<(Completion, CallRecord)> {
+) -> Result<(Completion, Vec<CallRecord>)> {
     let path = tree.path(cut.ancestor);
     let prefix = steps(tree, &path[1..]);
     let sampling = Sampling {
@@ -244,7 +244,7 @@ fn complete(
         top_p: 1.0,
         ..reasoner.sampling(action, 1, node_seed(seed, cut.ancestor, 2))
     };
-    let (found, record) = reasoner.apply(
+    let (found, records) = reasoner.apply(
         model,
         &prefix,
         action,
@@ -260,5 +260,5 @@ fn complete(
         result,
         sql: step.sql().map(String::from),
     };
-    Ok((completion, record))
+    Ok((completion, records))
 }
