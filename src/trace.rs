@@ -4,7 +4,7 @@
 
 use crate::db::QueryResult;
 use crate::error::QueryError;
-use crate::llm::{ChatMessage, Usage};
+use crate::llm::{ChatMessage, Generation, Sampling, Usage};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -39,6 +39,26 @@ pub struct CallRecord {
     pub seed: u64,
     pub outputs: Vec<String>,
     pub usage: Usage,
+}
+
+impl CallRecord {
+    /// One call as asked and answered.
+    pub fn new(
+        stage: impl Into<String>,
+        prompt: Vec<ChatMessage>,
+        sampling: &Sampling,
+        generation: Generation,
+    ) -> Self {
+        CallRecord {
+            stage: stage.into(),
+            prompt,
+            temperature: sampling.temperature,
+            n: sampling.n,
+            seed: sampling.seed,
+            outputs: generation.completions.into_iter().map(|c| c.text).collect(),
+            usage: generation.usage,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

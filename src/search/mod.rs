@@ -217,20 +217,9 @@ impl Engine {
             .model
             .generate(&Prompt::Chat(messages.clone()), &sampling)?;
         trace.cost.add(&generation.usage);
-        let outputs: Vec<String> = generation
-            .completions
-            .iter()
-            .map(|c| c.text.clone())
-            .collect();
-        trace.calls.push(CallRecord {
-            stage: "sql_generation".into(),
-            prompt: messages,
-            temperature,
-            n,
-            seed: self.config.seed,
-            outputs: outputs.clone(),
-            usage: generation.usage.clone(),
-        });
+        let call = CallRecord::new("sql_generation", messages, &sampling, generation);
+        let outputs = call.outputs.clone();
+        trace.calls.push(call);
 
         let sqls: Vec<String> = outputs.iter().filter_map(|o| extract_sql(o)).collect();
         let outcomes = self.executor.query_many(&sqls);

@@ -205,15 +205,7 @@ impl Reasoner<'_> {
                 })
             })
             .collect();
-        let mut records = vec![CallRecord {
-            stage,
-            prompt,
-            temperature: sampling.temperature,
-            n: sampling.n,
-            seed: sampling.seed,
-            outputs: generation.completions.into_iter().map(|c| c.text).collect(),
-            usage: generation.usage,
-        }];
+        let mut records = vec![CallRecord::new(stage, prompt, sampling, generation)];
         records.extend(continuations);
         Ok((steps, records))
     }
@@ -240,21 +232,13 @@ impl Reasoner<'_> {
             ..sampling.clone()
         };
         let generation = model.generate(&Prompt::Chat(messages.clone()), &sampling)?;
-        let rest = generation
-            .completions
-            .into_iter()
-            .next()
-            .map(|c| c.text)
-            .unwrap_or_default();
-        let record = CallRecord {
-            stage: format!("{stage} query continuation"),
-            prompt: messages,
-            temperature: sampling.temperature,
-            n: 1,
-            seed: sampling.seed,
-            outputs: vec![rest.clone()],
-            usage: generation.usage,
-        };
+        let record = CallRecord::new(
+            format!("{stage} query continuation"),
+            messages,
+            &sampling,
+            generation,
+        );
+        let rest = record.outputs.first().cloned().unwrap_or_default();
         Ok((begun + &rest, record))
     }
 

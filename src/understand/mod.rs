@@ -137,21 +137,9 @@ pub fn understand(
         ..Sampling::default()
     };
     let generation = model.generate(&Prompt::Chat(prompt.clone()), &sampling)?;
-    let output = generation
-        .completions
-        .first()
-        .map(|c| c.text.clone())
-        .unwrap_or_default();
+    let call = CallRecord::new("understanding", prompt, &sampling, generation);
+    let output = call.outputs.first().cloned().unwrap_or_default();
     let (state, parse_error) = parse_semantic_state(&output);
-    let call = CallRecord {
-        stage: "understanding".into(),
-        prompt,
-        temperature: sampling.temperature,
-        n: 1,
-        seed,
-        outputs: vec![output],
-        usage: generation.usage,
-    };
 
     let question_text = format!("{} {}", inputs.question, inputs.hint.unwrap_or_default());
     let mut link_text = question_text.clone();
