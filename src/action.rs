@@ -76,8 +76,6 @@ pub struct Action {
     /// Short id used by flags, e.g. `A5`.
     pub id: String,
     pub name: String,
-    /// Heading of this step's output in later prompts.
-    pub title: String,
     pub output: OutputKind,
     /// The state slot the output is stored in.
     pub writes: String,
@@ -96,7 +94,7 @@ pub struct Action {
     /// Relative probability of this action in simulation.
     #[serde(default = "default_weight")]
     pub rollout_weight: f64,
-    /// The step's instruction, appended after the question and earlier steps.
+    /// The step's instruction: the end of the user turn that asks for it.
     pub prompt: String,
     pub sampling: ActionSampling,
 }
@@ -362,7 +360,7 @@ mod tests {
         for (name, text) in BUILTIN.iter().skip(4) {
             std::fs::write(dir.path().join(name), text).unwrap();
         }
-        let seventh = "id = \"A7\"\nname = \"aggregation_check\"\ntitle = \"Aggregations\"\noutput = \"text\"\nwrites = \"aggregations\"\nforbids = [\"sql\"]\nprompt = \"Step: say which aggregations the question needs.\"\n[sampling]\ntemperature = 0.5\nmax_tokens = 64\n";
+        let seventh = "id = \"A7\"\nname = \"aggregation_check\"\noutput = \"text\"\nwrites = \"aggregations\"\nforbids = [\"sql\"]\nprompt = \"Step: say which aggregations the question needs.\"\n[sampling]\ntemperature = 0.5\nmax_tokens = 64\n";
         std::fs::write(dir.path().join("a7_aggregation.toml"), seventh).unwrap();
         let set = ActionSet::load_dir(dir.path()).unwrap();
         let ids: Vec<&str> = set.iter().map(|a| a.id.as_str()).collect();
