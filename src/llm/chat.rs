@@ -65,10 +65,15 @@ impl ChatTemplate {
 mod tests {
     use super::*;
 
+    /// A ChatML template as Qwen's GGUFs carry it, in short.
+    fn chatml() -> ChatTemplate {
+        let source = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content.strip() }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+        ChatTemplate::new(source, "", "<|im_end|>").unwrap()
+    }
+
     #[test]
     fn renders_a_chatml_style_template() {
-        let source = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content.strip() }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
-        let template = ChatTemplate::new(source, "", "<|im_end|>").unwrap();
+        let template = chatml();
         let text = template
             .render(&[
                 ChatMessage::new("system", "Be brief. "),
@@ -83,17 +88,16 @@ mod tests {
 
     #[test]
     fn a_final_assistant_message_is_continued() {
-        let source = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
-        let template = ChatTemplate::new(source, "", "<|im_end|>").unwrap();
-        let text = template
+        // The reply begun is left as written: not stripped, not closed.
+        let text = chatml()
             .render(&[
                 ChatMessage::new("user", "Hi"),
-                ChatMessage::new("assistant", "Hello,"),
+                ChatMessage::new("assistant", "Hello, "),
             ])
             .unwrap();
         assert_eq!(
             text,
-            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello,"
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello, "
         );
     }
 

@@ -236,12 +236,12 @@ impl RowState {
             .collect()
     }
 
-    /// What to feed next (for a finished row, anything: its output is ignored).
     /// The tokens sampled so far.
     pub fn tokens(&self) -> &[u32] {
         &self.tokens
     }
 
+    /// What to feed next (for a finished row, anything: its output is ignored).
     fn last_token(&self) -> u32 {
         self.tokens.last().copied().unwrap_or(0)
     }

@@ -65,7 +65,8 @@ impl LocalModel {
 
     /// Fills a one-row cache with the prompt's states, reusing the longest
     /// cached prefix; returns the cache, the last position's logits and how
-    /// many prompt tokens came from the prefix cache.
+    /// many prompt tokens came from the prefix cache. Keeping the new states
+    /// is the caller's choice (`remember`).
     pub fn prefill(
         &self,
         ids: &[u32],
@@ -97,20 +98,27 @@ impl LocalModel {
         }
         let input = Tensor::new(last, self.transformer.device())?.unsqueeze(0)?;
         let logits = self.transformer.forward(&input, &mut cache)?;
-        // A repeated prompt is already cached: skip copying its states again.
-        let covered = self
+        Ok((cache, logits, cached))
+    }
+
+    /// Keeps the states of `tokens`, the first positions of `cache`'s row
+    /// 0, for later prompts that start with them.
+    fn remember(&self, tokens: &[u32], cache: &KvCache) -> candle_core::Result<()> {
+        // Tokens already cached (a repeated request): skip copying them again.
+        if self
             .prefix_cache
             .lock()
             .expect("prefix cache lock")
-            .covers(ids);
-        if !covered {
-            let snapshot = cache.snapshot(0, ids.len())?;
-            self.prefix_cache
-                .lock()
-                .expect("prefix cache lock")
-                .insert(ids.to_vec(), snapshot);
+            .covers(tokens)
+        {
+            return Ok(());
         }
-        Ok((cache, logits, cached))
+        let snapshot = cache.snapshot(0, tokens.len())?;
+        self.prefix_cache
+            .lock()
+            .expect("prefix cache lock")
+            .insert(tokens.to_vec(), snapshot);
+        Ok(())
     }
 
     fn run(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation> {
@@ -123,17 +131,25 @@ impl LocalModel {
         let prefill_seconds = started.elapsed().as_secs_f64();
 
         let started = Instant::now();
+        // One completion: its prompt and answer are kept after decoding, so
+        // that a next prompt going on from the answer (a search step's
+        // child) computes only its own new turn. Several: the prompt alone.
         let mut cache = if n == 1 {
             single
         } else {
+            self.remember(&ids, &single).map_err(inference)?;
             single.share(n, capacity).map_err(inference)?
         };
         let first = row_logits(&first_logits, 0).map_err(inference)?;
         let mut rows = RowState::for_request(sampling, max_tokens);
         self.decode_rows(&mut cache, &mut rows, vec![first; n])?;
         if n == 1 {
-            self.remember_answer(&ids, &rows[0], &cache)
-                .map_err(inference)?;
+            // The last sampled token was never fed, so the cache may hold
+            // one token fewer than the answer.
+            let answer = rows[0].tokens();
+            let fed = cache.len().saturating_sub(ids.len()).min(answer.len());
+            let kept = [ids.as_slice(), &answer[..fed]].concat();
+            self.remember(&kept, &cache).map_err(inference)?;
         }
         let decode_seconds = started.elapsed().as_secs_f64();
         let (completions, generated) = self.codec.completions(rows)?;
@@ -147,34 +163,6 @@ impl LocalModel {
                 decode_seconds,
             },
         })
-    }
-
-    /// Keeps the states of a one-completion call's prompt and answer: a
-    /// next prompt that goes on from the answer (a search step's child)
-    /// then computes only its own new turn.
-    fn remember_answer(
-        &self,
-        ids: &[u32],
-        row: &RowState,
-        cache: &KvCache,
-    ) -> candle_core::Result<()> {
-        // The last sampled token was never fed, so the cache may hold one
-        // token fewer than the answer.
-        let fed = cache
-            .len()
-            .saturating_sub(ids.len())
-            .min(row.tokens().len());
-        if fed == 0 {
-            return Ok(());
-        }
-        let mut tokens = ids.to_vec();
-        tokens.extend_from_slice(&row.tokens()[..fed]);
-        let snapshot = cache.snapshot(0, tokens.len())?;
-        self.prefix_cache
-            .lock()
-            .expect("prefix cache lock")
-            .insert(tokens, snapshot);
-        Ok(())
     }
 
     /// Several prompts of unequal length in one batch: left-padded to a

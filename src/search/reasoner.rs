@@ -170,12 +170,13 @@ impl Reasoner<'_> {
         let action = self.actions.get(action_index);
         let prompt = self.prompt(path, action);
         let generation = model.generate(&Prompt::Chat(prompt.clone()), sampling)?;
-        let mut answers = Vec::with_capacity(generation.completions.len());
+        let mut outputs = Vec::with_capacity(generation.completions.len());
         let mut continuations = Vec::new();
         for (row, completion) in generation.completions.iter().enumerate() {
+            let mut output = action.parse(&completion.text);
             let unfinished = action.output == OutputKind::Sql
-                && completion.finish_reason == FinishReason::Stop
-                && action.parse(&completion.text).sql.is_none();
+                && output.sql.is_none()
+                && completion.finish_reason == FinishReason::Stop;
             if unfinished {
                 let (answer, record) = self.continue_with_query(
                     model,
@@ -185,13 +186,11 @@ impl Reasoner<'_> {
                     row,
                     &stage,
                 )?;
-                answers.push(answer);
+                output = action.parse(&answer);
                 continuations.push(record);
-            } else {
-                answers.push(completion.text.clone());
             }
+            outputs.push(output);
         }
-        let outputs: Vec<StepOutput> = answers.iter().map(|a| action.parse(a)).collect();
         let sqls: Vec<&str> = outputs.iter().filter_map(|o| o.sql.as_deref()).collect();
         let mut executions = self.executor.query_many(&sqls).into_iter();
         let steps = outputs
