@@ -184,6 +184,11 @@ struct ModelArgs {
     /// URL instead of a local model; the key is read from OPENAI_API_KEY.
     #[arg(long)]
     openai_url: Option<String>,
+    /// Guessed tokens the candle backend checks per forward pass when a
+    /// call asks for one completion (guesses are looked up in the prompt
+    /// and answer); 0 decodes one token per pass.
+    #[arg(long, default_value_t = iesr::llm::local::DEFAULT_MAX_DRAFT)]
+    draft_tokens: usize,
 }
 
 #[derive(clap::Args)]
@@ -491,10 +496,10 @@ fn open_model(args: &ModelArgs) -> Result<Arc<dyn LanguageModel>> {
     }
     ensure_pulled(&args.model)?;
     match args.backend {
-        BackendArg::Candle => Ok(Arc::new(load_local(
-            &args.model,
-            &iesr::llm::device(&args.device)?,
-        )?)),
+        BackendArg::Candle => Ok(Arc::new(
+            load_local(&args.model, &iesr::llm::device(&args.device)?)?
+                .with_max_draft(args.draft_tokens),
+        )),
         BackendArg::LlamaCpp => load_llamacpp(&args.model, rayon::current_num_threads()),
         BackendArg::Openai => Err(Error::InvalidArgument(
             "--backend openai needs --openai-url; give the server's URL instead".into(),

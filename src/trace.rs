@@ -129,6 +129,8 @@ pub struct Cost {
     pub prompt_tokens: usize,
     pub cached_prompt_tokens: usize,
     pub generated_tokens: usize,
+    pub guessed_tokens: usize,
+    pub kept_guesses: usize,
     pub seconds: f64,
 }
 
@@ -138,5 +140,7 @@ impl Cost {
         self.prompt_tokens += usage.prompt_tokens;
         self.cached_prompt_tokens += usage.cached_prompt_tokens;
         self.generated_tokens += usage.generated_tokens;
+        self.guessed_tokens += usage.guessed_tokens;
+        self.kept_guesses += usage.kept_guesses;
     }
 }

@@ -120,6 +120,35 @@ fn prefix_cache_and_batching_preserve_greedy_output() {
     }
 }
 
+/// Checking guessed tokens several at a time must not change greedy text,
+/// and on a prompt the answer copies from, most guesses must be kept.
+#[test]
+fn guessed_tokens_keep_greedy_output() {
+    let prompt = Prompt::Chat(vec![ChatMessage::new(
+        "user",
+        "Copy this query exactly, in a ```sql block:\nSELECT name, country, age FROM singer WHERE age > 30 AND country = 'France' ORDER BY age DESC, name",
+    )]);
+    let plain = gguf::load(&model_path()).unwrap().with_max_draft(0);
+    let drafted = gguf::load(&model_path()).unwrap().with_max_draft(3);
+    let one_by_one = plain.generate(&prompt, &greedy(48)).unwrap();
+    let guessed = drafted.generate(&prompt, &greedy(48)).unwrap();
+    assert_eq!(guessed.completions[0].text, one_by_one.completions[0].text);
+    assert_eq!(one_by_one.usage.guessed_tokens, 0);
+    let usage = &guessed.usage;
+    assert!(
+        usage.kept_guesses * 2 > usage.generated_tokens,
+        "{usage:?}: {}",
+        guessed.completions[0].text
+    );
+    // Several rows, each drafted: the same greedy text in every row.
+    let rows = drafted
+        .generate(&prompt, &Sampling { n: 2, ..greedy(48) })
+        .unwrap();
+    for completion in &rows.completions {
+        assert_eq!(completion.text, one_by_one.completions[0].text);
+    }
+}
+
 #[test]
 fn stop_strings_and_length_limits_end_generation() {
     let sampling = Sampling {

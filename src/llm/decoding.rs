@@ -156,6 +156,62 @@ impl TextCodec {
         }
     }
 
+    /// Samples one row, checking tokens guessed by lookup in `prompt`, the
+    /// answer so far and `earlier` answers (`lookup::draft`, up to
+    /// `max_draft` at a time) in one forward pass each. `first` is the
+    /// first token's distribution. Every token is drawn as `decode_rows`
+    /// draws it, one random draw per token, and a guess is kept only when
+    /// it is the token drawn; so guesses change the text only as far as a
+    /// pass over several positions computes slightly different logits than
+    /// one-position passes do (quantized activations round differently).
+    /// Afterwards `model` holds the states of every token it was fed that
+    /// is part of the answer, and none of a rejected guess.
+    pub fn decode_drafted(
+        &self,
+        state: &mut RowState,
+        prompt: &[u32],
+        earlier: &[Vec<u32>],
+        first: Vec<f32>,
+        max_draft: usize,
+        model: &mut dyn DraftTarget,
+    ) -> Result<DraftCount> {
+        let mut count = DraftCount::default();
+        let token = state.sampler.next_token(&first);
+        self.accept(state, token)?;
+        let mut context = prompt.to_vec();
+        while state.finished.is_none() {
+            context.extend_from_slice(&state.tokens[context.len() - prompt.len()..]);
+            let room = state.max_tokens - state.tokens.len();
+            let guess = super::lookup::draft(&context, earlier, max_draft.min(room));
+            let mut input = Vec::with_capacity(guess.len() + 1);
+            input.push(state.last_token());
+            input.extend_from_slice(&guess);
+            let logits = model.feed(&input)?;
+            // Guessed tokens whose states stay in the model.
+            let mut kept = guess.len();
+            for (i, &guessed) in guess.iter().enumerate() {
+                let token = state.sampler.next_token(&logits[i]);
+                self.accept(state, token)?;
+                if token != guessed {
+                    kept = i;
+                    break;
+                }
+                if state.finished.is_some() {
+                    kept = i + 1;
+                    break;
+                }
+            }
+            count.guessed += guess.len();
+            count.kept += kept;
+            model.rewind(guess.len() - kept)?;
+            if kept == guess.len() && state.finished.is_none() {
+                let token = state.sampler.next_token(&logits[guess.len()]);
+                self.accept(state, token)?;
+            }
+        }
+        Ok(count)
+    }
+
     /// Records a sampled token and decides whether its row is done.
     fn accept(&self, state: &mut RowState, token: u32) -> Result<()> {
         if !state.to_limit && self.stop_tokens.contains(&token) {
@@ -205,6 +261,22 @@ impl TextCodec {
     }
 }
 
+/// A model decoding one row with guessed tokens.
+pub trait DraftTarget {
+    /// Runs `tokens` after the states held and returns the next-token
+    /// logits at each of them.
+    fn feed(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>>;
+    /// Drops the states of the last `positions` tokens fed.
+    fn rewind(&mut self, positions: usize) -> Result<()>;
+}
+
+/// Guessed tokens checked by the model, and how many it kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DraftCount {
+    pub guessed: usize,
+    pub kept: usize,
+}
+
 /// One completion being decoded.
 pub struct RowState {
     sampler: Sampler,
@@ -244,5 +316,92 @@ impl RowState {
     /// What to feed next (for a finished row, anything: its output is ignored).
     fn last_token(&self) -> u32 {
         self.tokens.last().copied().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokenizers::models::wordlevel::WordLevel;
+
+    const VOCAB: usize = 10;
+
+    fn codec() -> TextCodec {
+        let vocab = (0..VOCAB).map(|i| (format!("t{i}"), i as u32)).collect();
+        let model = WordLevel::builder()
+            .vocab(vocab)
+            .unk_token("t0".into())
+            .build()
+            .unwrap();
+        TextCodec::new("test".into(), Tokenizer::new(model), None, Vec::new(), 1024)
+    }
+
+    /// A model that knows one text: after any prefix of it, it predicts the
+    /// next token of the text; after anything else (a rejected guess left
+    /// in its states, say) it predicts token 0.
+    struct OneText {
+        text: Vec<u32>,
+        states: Vec<u32>,
+        passes: usize,
+    }
+
+    impl OneText {
+        fn logits_after(&self, states: &[u32]) -> Vec<f32> {
+            let next = match self.text.get(states.len()) {
+                Some(&next) if self.text.starts_with(states) => next,
+                _ => 0,
+            };
+            (0..VOCAB as u32)
+                .map(|t| if t == next { 1.0 } else { 0.0 })
+                .collect()
+        }
+    }
+
+    impl DraftTarget for OneText {
+        fn feed(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
+            self.passes += 1;
+            Ok(tokens
+                .iter()
+                .map(|&t| {
+                    self.states.push(t);
+                    self.logits_after(&self.states)
+                })
+                .collect())
+        }
+
+        fn rewind(&mut self, positions: usize) -> Result<()> {
+            self.states.truncate(self.states.len() - positions);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn drafted_decoding_writes_the_models_text_and_drops_rejected_guesses() {
+        // The prompt repeats "1 2" with two continuations, so some guesses
+        // are right (3 3 ...) and some wrong (4 after "1 2" in the answer).
+        let prompt = vec![1, 2, 3, 3, 5, 1, 2, 4, 6];
+        let answer = vec![1, 2, 3, 3, 5, 7, 1, 2, 9, 8, 6, 5, 4];
+        let mut model = OneText {
+            text: [prompt.clone(), answer.clone()].concat(),
+            states: prompt.clone(),
+            passes: 0,
+        };
+        let sampling = Sampling {
+            max_tokens: answer.len(),
+            ..Sampling::default()
+        };
+        let mut row = RowState::new(&sampling, 0, answer.len());
+        let first = model.logits_after(&prompt);
+        let count = codec()
+            .decode_drafted(&mut row, &prompt, &[], first, 3, &mut model)
+            .unwrap();
+        assert_eq!(row.tokens(), answer);
+        assert_eq!(row.finished, Some(FinishReason::Length));
+        assert!(count.kept > 0 && count.kept < count.guessed, "{count:?}");
+        // Fewer passes than tokens, and the states hold the prompt and the
+        // answer, less a last token that was never fed.
+        assert!(model.passes < answer.len() - 1, "{} passes", model.passes);
+        assert!(model.text.starts_with(&model.states));
+        assert!(model.states.len() >= prompt.len() + answer.len() - 1);
     }
 }

@@ -198,6 +198,16 @@ impl KvCache {
         self.len += positions;
     }
 
+    /// Forgets the last `positions` own positions (a rejected draft's); the
+    /// next write overwrites them.
+    pub fn rewind(&mut self, positions: usize) {
+        assert!(
+            positions <= self.len,
+            "cannot rewind past the own positions"
+        );
+        self.len -= positions;
+    }
+
     /// A cache whose row i copies row `rows[i]` of this one (same length,
     /// capacity and padding): one prompt's states fanned out to n samples.
     pub fn select_rows(&self, rows: &[usize]) -> Result<KvCache> {

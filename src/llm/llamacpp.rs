@@ -130,6 +130,7 @@ impl LlamaCppModel {
                 generated_tokens: generated,
                 prefill_seconds,
                 decode_seconds,
+                ..Usage::default()
             },
         })
     }

@@ -12,6 +12,7 @@ pub mod kv;
 #[cfg(feature = "llama-cpp")]
 pub mod llamacpp;
 pub mod local;
+mod lookup;
 pub mod matrix;
 pub mod openai;
 pub mod packed;
@@ -111,6 +112,10 @@ pub struct Usage {
     /// Prompt tokens whose key/value states came from the prefix cache.
     pub cached_prompt_tokens: usize,
     pub generated_tokens: usize,
+    /// Generated tokens guessed by lookup and checked by the model.
+    pub guessed_tokens: usize,
+    /// Guessed tokens the model kept: decoded without a pass of their own.
+    pub kept_guesses: usize,
     pub prefill_seconds: f64,
     pub decode_seconds: f64,
 }

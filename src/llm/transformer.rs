@@ -157,6 +157,29 @@ impl Transformer {
     /// same position) and returns the logits of each row's last token,
     /// shaped (batch, vocab).
     pub fn forward(&self, tokens: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+        let hidden = self.hidden_states(tokens, cache)?;
+        let new = hidden.dim(1)?;
+        self.logits(&hidden.narrow(1, new - 1, 1)?)?.squeeze(1)
+    }
+
+    /// Like `forward`, but returns the logits of every new position, shaped
+    /// (batch, new, vocab): a draft's tokens are checked in one pass.
+    pub fn forward_all(&self, tokens: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+        let hidden = self.hidden_states(tokens, cache)?;
+        self.logits(&hidden)
+    }
+
+    fn logits(&self, hidden: &Tensor) -> Result<Tensor> {
+        let normed = candle_nn::ops::rms_norm(
+            &hidden.contiguous()?,
+            &self.final_norm,
+            self.config.rms_eps as f32,
+        )?;
+        self.output.forward(&normed)
+    }
+
+    /// The last layer's output at each new position, (batch, new, hidden).
+    fn hidden_states(&self, tokens: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
         let (batch, new) = tokens.dims2()?;
         let start = cache.len();
         let ids = tokens.flatten_all()?.to_vec1::<u32>()?;
@@ -194,9 +217,7 @@ impl Transformer {
             x = (x + ffn.down.forward(&gated)?)?;
         }
         cache.advance(new);
-        let last = x.narrow(1, new - 1, 1)?.contiguous()?;
-        let last = candle_nn::ops::rms_norm(&last, &self.final_norm, self.config.rms_eps as f32)?;
-        self.output.forward(&last)?.squeeze(1)
+        Ok(x)
     }
 
     #[allow(clippy::too_many_arguments)]
