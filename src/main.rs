@@ -534,7 +534,11 @@ fn bench_llm(args: BenchLlmArgs) -> Result<()> {
     for backend in args.backends {
         // Each model is dropped before the next loads.
         let (name, model): (&str, Arc<dyn LanguageModel>) = match backend {
-            BackendArg::Candle => ("candle", Arc::new(load_local(&args.model, &Device::Cpu)?)),
+            // Without guessed tokens, so that every backend decodes the same way.
+            BackendArg::Candle => (
+                "candle",
+                Arc::new(load_local(&args.model, &Device::Cpu)?.with_max_draft(0)),
+            ),
             BackendArg::LlamaCpp => ("llama-cpp", load_llamacpp(&args.model, threads)?),
             BackendArg::Openai => {
                 let url = args.openai_url.as_deref().ok_or_else(|| {
