@@ -184,9 +184,10 @@ struct ModelArgs {
     /// URL instead of a local model; the key is read from OPENAI_API_KEY.
     #[arg(long)]
     openai_url: Option<String>,
-    /// Guessed tokens the candle backend checks per forward pass when a
-    /// call asks for one completion (guesses are looked up in the prompt
-    /// and answer); 0 decodes one token per pass.
+    /// Guessed tokens the candle backend checks per forward pass (guesses
+    /// are looked up in the prompt, the answer and recent answers), in
+    /// calls of one completion and, on CPU, of up to 3; 0 decodes one token
+    /// per pass.
     #[arg(long, default_value_t = iesr::llm::local::DEFAULT_MAX_DRAFT)]
     draft_tokens: usize,
 }

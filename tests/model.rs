@@ -146,6 +146,7 @@ fn guessed_tokens_keep_greedy_output() {
     let rows = drafted
         .generate(&prompt, &Sampling { n: 2, ..greedy(48) })
         .unwrap();
+    assert!(rows.usage.kept_guesses > 0, "{:?}", rows.usage);
     for completion in &rows.completions {
         assert_eq!(completion.text, one_by_one.completions[0].text);
     }

@@ -117,16 +117,6 @@ impl KvCache {
         })
     }
 
-    /// `rows` rows that all continue this one-row cache, sharing what it
-    /// holds, with room for `capacity` positions in all.
-    pub fn share(&self, rows: usize, capacity: usize) -> Result<KvCache> {
-        if self.batch() != 1 || self.shared.is_some() {
-            candle_core::bail!("only a one-row cache without a shared part can be shared");
-        }
-        let prefix = self.snapshot(0, self.len)?;
-        KvCache::from_snapshot(&prefix, rows, capacity, self.layers[0].0.device())
-    }
-
     /// Positions filled, shared ones included: the next token's position.
     pub fn len(&self) -> usize {
         self.shared_len() + self.len

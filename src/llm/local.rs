@@ -4,7 +4,7 @@
 //! one of these.
 
 use super::decoding::{DraftCount, DraftTarget, RowState, TextCodec};
-use super::kv::KvCache;
+use super::kv::{KvCache, KvSnapshot};
 use super::lookup::RecentAnswers;
 use super::prefix_cache::PrefixCache;
 use super::transformer::{row_logits, Config, Transformer};
@@ -42,8 +42,8 @@ pub struct LocalModel {
     codec: TextCodec,
     transformer: Transformer,
     prefix_cache: Mutex<PrefixCache>,
-    /// Guessed tokens checked per pass for one-completion calls; 0 decodes
-    /// one token per pass.
+    /// Guessed tokens checked per pass (see `DRAFTED_ROWS` for which
+    /// calls); 0 decodes one token per pass.
     max_draft: usize,
     recent: Mutex<RecentAnswers>,
 }
@@ -59,8 +59,9 @@ impl LocalModel {
         }
     }
 
-    /// Checks up to `tokens` guessed tokens per pass when a call asks for
-    /// one completion (0: none).
+    /// Checks up to `tokens` guessed tokens per pass (0: none) in calls
+    /// that decode row by row: one completion, or up to `DRAFTED_ROWS` on
+    /// a CPU.
     pub fn with_max_draft(mut self, tokens: usize) -> Self {
         self.max_draft = tokens;
         self
@@ -96,7 +97,7 @@ impl LocalModel {
     /// Fills a one-row cache with the prompt's states, reusing the longest
     /// cached prefix; returns the cache, the last position's logits and how
     /// many prompt tokens came from the prefix cache. Keeping the new states
-    /// is the caller's choice (`remember`).
+    /// is the caller's choice (`remember`, `prompt_states`).
     pub fn prefill(
         &self,
         ids: &[u32],
@@ -151,6 +152,18 @@ impl LocalModel {
         Ok(())
     }
 
+    /// The states of the prompt `ids`, which fill the one-row cache
+    /// `single`, copied once: the rows of a several-completion call start
+    /// from them, and the prefix cache keeps them for later prompts.
+    fn prompt_states(&self, ids: &[u32], single: &KvCache) -> candle_core::Result<KvSnapshot> {
+        let states = single.snapshot(0, ids.len())?;
+        let mut prefixes = self.prefix_cache.lock().expect("prefix cache lock");
+        if !prefixes.covers(ids) {
+            prefixes.insert(ids.to_vec(), states.clone());
+        }
+        Ok(states)
+    }
+
     fn run(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation> {
         let ids = self.codec.prompt_ids(prompt)?;
         let max_tokens = self.codec.max_new_tokens(ids.len(), sampling);
@@ -174,8 +187,9 @@ impl LocalModel {
             let mut cache = if n == 1 {
                 single
             } else {
-                self.remember(&ids, &single).map_err(inference)?;
-                single.share(n, capacity).map_err(inference)?
+                let states = self.prompt_states(&ids, &single).map_err(inference)?;
+                KvCache::from_snapshot(&states, n, capacity, self.transformer.device())
+                    .map_err(inference)?
             };
             self.decode_rows(&mut cache, &mut rows, vec![first; n])?;
             (cache, DraftCount::default())
@@ -222,8 +236,7 @@ impl LocalModel {
         rows: &mut [RowState],
     ) -> Result<(KvCache, DraftCount)> {
         let prompt_states = if rows.len() > 1 {
-            self.remember(ids, &single).map_err(inference)?;
-            Some(single.snapshot(0, ids.len()).map_err(inference)?)
+            Some(self.prompt_states(ids, &single).map_err(inference)?)
         } else {
             None
         };
