@@ -23,7 +23,7 @@ const PREFILL_CHUNK: usize = 512;
 const PREFIX_CACHE_BYTES: usize = 512 << 20;
 
 /// Guessed tokens checked per pass. On a 2-core CPU with the 0.5B model
-/// and a 1,000-token context, a pass over 2, 3, 5 and 9 positions costs
+/// and a 1,000-token context, a pass over 2, 3, 5 and 8 positions costs
 /// 1.3, 1.6, 2.0 and 2.8 one-token passes, and about half the guesses are
 /// kept; replaying one search's calls, 2 and 3 guesses decode fastest.
 pub const DEFAULT_MAX_DRAFT: usize = 3;
