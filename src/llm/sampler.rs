@@ -32,48 +32,90 @@ impl Sampler {
         if self.temperature <= 0.0 {
             return argmax(logits);
         }
-        // Candidates sorted by logit, cut by top-k, then softmax, then top-p.
-        let mut candidates: Vec<(u32, f32)> = logits
+        let candidates = self.candidates(logits);
+        let max = candidates
             .iter()
-            .enumerate()
-            .map(|(i, &l)| (i as u32, l))
-            .collect();
-        let keep = if self.top_k > 0 {
-            self.top_k.min(candidates.len())
-        } else {
-            candidates.len()
-        };
-        if keep < candidates.len() {
-            candidates.select_nth_unstable_by(keep - 1, |a, b| b.1.total_cmp(&a.1));
-            candidates.truncate(keep);
-        }
-        candidates.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        let max = candidates[0].1;
-        let mut weights: Vec<f32> = candidates
-            .iter()
-            .map(|&(_, l)| ((l - max) / self.temperature).exp())
-            .collect();
-        let total: f32 = weights.iter().sum();
-        let mut cumulative = 0.0;
-        let mut cut = weights.len();
-        for (i, w) in weights.iter_mut().enumerate() {
-            *w /= total;
-            cumulative += *w;
-            if cumulative >= self.top_p {
-                cut = i + 1;
-                break;
-            }
-        }
-        let mass: f32 = weights[..cut].iter().sum();
+            .map(|&(_, l)| l)
+            .fold(f32::NEG_INFINITY, f32::max);
+        let weight = |l: f32| ((l - max) / self.temperature).exp();
+        let total: f32 = candidates.iter().map(|&(_, l)| weight(l)).sum();
+        let nucleus = self.nucleus(&candidates, max, total);
+        let weights: Vec<f32> = nucleus.iter().map(|&(_, l)| weight(l)).collect();
+        let mass: f32 = weights.iter().sum();
         let mut target = self.rng.random::<f32>() * mass;
-        for (i, w) in weights[..cut].iter().enumerate() {
+        for (&(token, _), w) in nucleus.iter().zip(&weights) {
             if target < *w {
-                return candidates[i].0;
+                return token;
             }
             target -= w;
         }
-        candidates[cut - 1].0
+        nucleus[nucleus.len() - 1].0
     }
+
+    /// The tokens that can be drawn at all, with their logits: the top-k
+    /// cut, less those whose probability is below what an f32 sum of
+    /// probabilities can register (e^-30 of the most likely token's, over
+    /// a vocabulary under 10^6 tokens). Skipping the rest keeps the sort
+    /// below small; a full sort of a 150,000-token vocabulary costs more
+    /// than a third of a forward pass.
+    fn candidates(&self, logits: &[f32]) -> Vec<(u32, f32)> {
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let floor = max - NEGLIGIBLE * self.temperature;
+        let mut candidates: Vec<(u32, f32)> = logits
+            .iter()
+            .enumerate()
+            .filter(|&(_, &l)| l >= floor)
+            .map(|(i, &l)| (i as u32, l))
+            .collect();
+        if self.top_k > 0 && self.top_k < candidates.len() {
+            candidates.select_nth_unstable_by(self.top_k - 1, most_likely_first);
+            candidates.truncate(self.top_k);
+        }
+        candidates
+    }
+
+    /// The most likely candidates, most likely first, down to the first
+    /// whose cumulative probability reaches top-p (all when none does).
+    /// Only candidates within a widening distance of the most likely are
+    /// sorted: every candidate left out is less likely than every one
+    /// sorted, so the sorted ones are the head of the full order.
+    fn nucleus(&self, candidates: &[(u32, f32)], max: f32, total: f32) -> Vec<(u32, f32)> {
+        let needed = self.top_p * total;
+        let mut distance = NUCLEUS_START * self.temperature;
+        loop {
+            let mut head: Vec<(u32, f32)> = candidates
+                .iter()
+                .copied()
+                .filter(|&(_, l)| l >= max - distance)
+                .collect();
+            head.sort_unstable_by(most_likely_first);
+            let mut cumulative = 0.0;
+            for (i, &(_, l)) in head.iter().enumerate() {
+                cumulative += ((l - max) / self.temperature).exp();
+                if cumulative >= needed {
+                    head.truncate(i + 1);
+                    return head;
+                }
+            }
+            if head.len() == candidates.len() {
+                return head;
+            }
+            distance *= 2.0;
+        }
+    }
+}
+
+/// Log-probability below the most likely token's at which a token is
+/// ignored (see `Sampler::candidates`).
+const NEGLIGIBLE: f32 = 30.0;
+
+/// Log-probability distance of the first nucleus search: tokens at least
+/// e^-7 (about 1/1,000) as likely as the most likely one.
+const NUCLEUS_START: f32 = 7.0;
+
+/// Higher logit first; the lower token id first on ties.
+fn most_likely_first(a: &(u32, f32), b: &(u32, f32)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
 }
 
 /// The index of the largest logit (the first on ties).
