@@ -247,3 +247,62 @@ fn unequal_prompts_batch_like_single_requests() {
         assert_eq!(together.completions[0].text, alone.completions[0].text);
     }
 }
+
+/// Largest absolute difference between two rows of logits.
+fn distance(a: &[f32], b: &[f32]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+#[test]
+fn hidden_positions_leave_rows_as_if_never_fed() {
+    use candle_core::Tensor;
+    use iesr::llm::kv::KvCache;
+    use iesr::llm::transformer::row_logits;
+
+    let model = shared();
+    let t = model.transformer();
+    let ids = model
+        .encode("SELECT name, country FROM singer WHERE age > 30 ORDER BY")
+        .unwrap();
+    let tokens = model.encode(" age name DESC country LIMIT").unwrap();
+    let [a, b, c, d, e] = tokens[..] else {
+        panic!("expected 5 tokens, got {tokens:?}")
+    };
+    let feed = |cache: &mut KvCache, rows: &[&[u32]]| -> Vec<Vec<f32>> {
+        let width = rows[0].len();
+        let input = Tensor::from_vec(rows.concat(), (rows.len(), width), t.device()).unwrap();
+        let logits = t.forward(&input, cache).unwrap();
+        (0..rows.len())
+            .map(|r| row_logits(&logits, r).unwrap())
+            .collect()
+    };
+    // What one row computes when fed only the tokens it keeps.
+    let alone = |tail: &[u32]| -> Vec<f32> {
+        let mut cache = t.new_cache(1, 64).unwrap();
+        feed(&mut cache, &[&[ids.as_slice(), tail].concat()]).remove(0)
+    };
+    let (single, _, _) = model.prefill(&ids, 64).unwrap();
+    let prompt = single.snapshot(0, ids.len()).unwrap();
+    let mut batch = KvCache::from_snapshot(&prompt, 2, 64, t.device()).unwrap();
+    // Row 0 keeps a b, row 1 keeps a: the last position goes, and row 1
+    // hides the one before.
+    feed(&mut batch, &[&[a, b, e], &[a, e, e]]);
+    batch.discard(&[1, 2]);
+    assert_eq!(batch.hidden(), [vec![], vec![1]]);
+    let next = feed(&mut batch, &[&[d], &[c]]);
+    let row1 = alone(&[a, c]);
+    assert!(distance(&next[0], &alone(&[a, b, d])) < 1.0);
+    assert!(distance(&next[1], &row1) < 1.0);
+    // The test can tell: attending to the hidden tokens changes the logits.
+    assert!(distance(&alone(&[a, e, e, c]), &row1) > 3.0);
+
+    // Compaction moves row 1's hidden positions out of the way.
+    batch.compact().unwrap();
+    assert_eq!(batch.hidden(), [vec![], vec![0]]);
+    let last = feed(&mut batch, &[&[e], &[e]]);
+    assert!(distance(&last[0], &alone(&[a, b, d, e])) < 1.0);
+    assert!(distance(&last[1], &alone(&[a, c, e])) < 1.0);
+}

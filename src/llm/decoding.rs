@@ -156,60 +156,109 @@ impl TextCodec {
         }
     }
 
-    /// Samples one row, checking tokens guessed by lookup in `prompt`, the
-    /// answer so far and `earlier` answers (`lookup::draft`, up to
-    /// `max_draft` at a time) in one forward pass each. `first` is the
-    /// first token's distribution. Every token is drawn as `decode_rows`
-    /// draws it, one random draw per token, and a guess is kept only when
-    /// it is the token drawn; so guesses change the text only as far as a
-    /// pass over several positions computes slightly different logits than
+    /// Samples the rows of one prompt together, each checking tokens
+    /// guessed by lookup (`lookup::draft`, up to `max_draft` at a time) in
+    /// its own prompt and answer so far, then in the other rows' answers and
+    /// `recent` ones. One forward pass feeds every running row its last
+    /// token and its guess; rows with shorter guesses are filled up to the
+    /// longest with positions they discard. `first` is the prompt's
+    /// next-token distribution. Every token is drawn as `decode_rows` draws
+    /// it, one random draw per token, and a guess is kept only when it is
+    /// the token drawn; so guesses change the text only as far as a pass
+    /// over several positions computes slightly different logits than
     /// one-position passes do (quantized activations round differently).
-    /// Afterwards `model` holds the states of every token it was fed that
-    /// is part of the answer, and none of a rejected guess.
+    /// Afterwards `model` holds, for the rows still in it, the states of
+    /// every token fed that is part of the answer, and none of a rejected
+    /// guess.
     pub fn decode_drafted(
         &self,
-        state: &mut RowState,
+        rows: &mut [RowState],
         prompt: &[u32],
-        earlier: &[Vec<u32>],
-        first: Vec<f32>,
+        recent: &[Vec<u32>],
+        first: &[f32],
         max_draft: usize,
         model: &mut dyn DraftTarget,
     ) -> Result<DraftCount> {
         let mut count = DraftCount::default();
-        let token = state.sampler.next_token(&first);
-        self.accept(state, token)?;
-        let mut context = prompt.to_vec();
-        while state.finished.is_none() {
-            context.extend_from_slice(&state.tokens[context.len() - prompt.len()..]);
-            let room = state.max_tokens - state.tokens.len();
-            let guess = super::lookup::draft(&context, earlier, max_draft.min(room));
-            let mut input = Vec::with_capacity(guess.len() + 1);
-            input.push(state.last_token());
-            input.extend_from_slice(&guess);
-            let logits = model.feed(&input)?;
-            // Guessed tokens whose states stay in the model.
-            let mut kept = guess.len();
-            for (i, &guessed) in guess.iter().enumerate() {
-                let token = state.sampler.next_token(&logits[i]);
-                self.accept(state, token)?;
-                if token != guessed {
-                    kept = i;
-                    break;
-                }
-                if state.finished.is_some() {
-                    kept = i + 1;
-                    break;
-                }
+        for state in rows.iter_mut() {
+            let token = state.sampler.next_token(first);
+            self.accept(state, token)?;
+        }
+        // Model row i decodes `rows[in_model[i]]`.
+        let mut in_model: Vec<usize> = (0..rows.len()).collect();
+        let mut contexts = vec![prompt.to_vec(); rows.len()];
+        loop {
+            let live: Vec<usize> = (0..in_model.len())
+                .filter(|&i| rows[in_model[i]].finished.is_none())
+                .collect();
+            if live.is_empty() {
+                return Ok(count);
             }
-            count.guessed += guess.len();
-            count.kept += kept;
-            model.rewind(guess.len() - kept)?;
-            if kept == guess.len() && state.finished.is_none() {
-                let token = state.sampler.next_token(&logits[guess.len()]);
-                self.accept(state, token)?;
+            if live.len() < in_model.len() {
+                model.keep_rows(&live)?;
+                in_model = live.iter().map(|&i| in_model[i]).collect();
+            }
+            let mut guesses = Vec::with_capacity(in_model.len());
+            for &row in &in_model {
+                let context = &mut contexts[row];
+                context.extend_from_slice(&rows[row].tokens[context.len() - prompt.len()..]);
+                let sources: Vec<&[u32]> = (0..rows.len())
+                    .filter(|&other| other != row)
+                    .map(|other| rows[other].tokens())
+                    .chain(recent.iter().map(Vec::as_slice))
+                    .collect();
+                let room = rows[row].max_tokens - rows[row].tokens.len();
+                guesses.push(super::lookup::draft(context, &sources, max_draft.min(room)));
+            }
+            let width = 1 + guesses.iter().map(Vec::len).max().unwrap_or(0);
+            let inputs: Vec<Vec<u32>> = in_model
+                .iter()
+                .zip(&guesses)
+                .map(|(&row, guess)| {
+                    let last = rows[row].last_token();
+                    let mut input = vec![last];
+                    input.extend_from_slice(guess);
+                    // Filler, discarded below.
+                    input.resize(width, last);
+                    input
+                })
+                .collect();
+            let logits = model.feed(&inputs)?;
+            let mut discarded = Vec::with_capacity(in_model.len());
+            for ((&row, guess), logits) in in_model.iter().zip(&guesses).zip(logits) {
+                let kept = self.check_guess(&mut rows[row], guess, &logits)?;
+                count.guessed += guess.len();
+                count.kept += kept;
+                discarded.push(width - 1 - kept);
+            }
+            model.discard(&discarded)?;
+        }
+    }
+
+    /// Samples a row's tokens from the logits at its last token and each
+    /// guessed token after it, while the guesses match the tokens drawn;
+    /// returns how many guesses were kept.
+    fn check_guess(
+        &self,
+        state: &mut RowState,
+        guess: &[u32],
+        logits: &[Vec<f32>],
+    ) -> Result<usize> {
+        for (i, &guessed) in guess.iter().enumerate() {
+            let token = state.sampler.next_token(&logits[i]);
+            self.accept(state, token)?;
+            if token != guessed {
+                return Ok(i);
+            }
+            if state.finished.is_some() {
+                return Ok(i + 1);
             }
         }
-        Ok(count)
+        if state.finished.is_none() {
+            let token = state.sampler.next_token(&logits[guess.len()]);
+            self.accept(state, token)?;
+        }
+        Ok(guess.len())
     }
 
     /// Records a sampled token and decides whether its row is done.
@@ -261,13 +310,16 @@ impl TextCodec {
     }
 }
 
-/// A model decoding one row with guessed tokens.
+/// A model decoding rows with guessed tokens.
 pub trait DraftTarget {
-    /// Runs `tokens` after the states held and returns the next-token
-    /// logits at each of them.
-    fn feed(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>>;
-    /// Drops the states of the last `positions` tokens fed.
-    fn rewind(&mut self, positions: usize) -> Result<()>;
+    /// Runs one input per row, all of one length, after the states each
+    /// row holds; returns per row the next-token logits at each input
+    /// position.
+    fn feed(&mut self, inputs: &[Vec<u32>]) -> Result<Vec<Vec<Vec<f32>>>>;
+    /// Drops the states of row r's last `positions[r]` tokens fed.
+    fn discard(&mut self, positions: &[usize]) -> Result<()>;
+    /// Keeps only the rows `rows`, which become rows 0, 1, ...
+    fn keep_rows(&mut self, rows: &[usize]) -> Result<()>;
 }
 
 /// Guessed tokens checked by the model, and how many it kept.
@@ -336,72 +388,101 @@ mod tests {
         TextCodec::new("test".into(), Tokenizer::new(model), None, Vec::new(), 1024)
     }
 
-    /// A model that knows one text: after any prefix of it, it predicts the
-    /// next token of the text; after anything else (a rejected guess left
-    /// in its states, say) it predicts token 0.
-    struct OneText {
-        text: Vec<u32>,
-        states: Vec<u32>,
+    /// A model that knows one text per row: after any prefix of its row's
+    /// text it predicts that text's next token; after anything else (a
+    /// rejected guess left in its states, say) it predicts token 0.
+    struct KnownTexts {
+        texts: Vec<Vec<u32>>,
+        states: Vec<Vec<u32>>,
         passes: usize,
     }
 
-    impl OneText {
-        fn logits_after(&self, states: &[u32]) -> Vec<f32> {
-            let next = match self.text.get(states.len()) {
-                Some(&next) if self.text.starts_with(states) => next,
-                _ => 0,
-            };
-            (0..VOCAB as u32)
-                .map(|t| if t == next { 1.0 } else { 0.0 })
-                .collect()
-        }
+    fn logits_after(text: &[u32], states: &[u32]) -> Vec<f32> {
+        let next = match text.get(states.len()) {
+            Some(&next) if text.starts_with(states) => next,
+            _ => 0,
+        };
+        (0..VOCAB as u32)
+            .map(|t| if t == next { 1.0 } else { 0.0 })
+            .collect()
     }
 
-    impl DraftTarget for OneText {
-        fn feed(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
+    impl DraftTarget for KnownTexts {
+        fn feed(&mut self, inputs: &[Vec<u32>]) -> Result<Vec<Vec<Vec<f32>>>> {
+            assert_eq!(inputs.len(), self.states.len(), "one input per row");
             self.passes += 1;
-            Ok(tokens
+            Ok(inputs
                 .iter()
-                .map(|&t| {
-                    self.states.push(t);
-                    self.logits_after(&self.states)
+                .zip(&self.texts)
+                .zip(&mut self.states)
+                .map(|((input, text), states)| {
+                    input
+                        .iter()
+                        .map(|&t| {
+                            states.push(t);
+                            logits_after(text, states)
+                        })
+                        .collect()
                 })
                 .collect())
         }
 
-        fn rewind(&mut self, positions: usize) -> Result<()> {
-            self.states.truncate(self.states.len() - positions);
+        fn discard(&mut self, positions: &[usize]) -> Result<()> {
+            for (states, &count) in self.states.iter_mut().zip(positions) {
+                states.truncate(states.len() - count);
+            }
+            Ok(())
+        }
+
+        fn keep_rows(&mut self, rows: &[usize]) -> Result<()> {
+            self.texts = rows.iter().map(|&r| self.texts[r].clone()).collect();
+            self.states = rows.iter().map(|&r| self.states[r].clone()).collect();
             Ok(())
         }
     }
 
     #[test]
-    fn drafted_decoding_writes_the_models_text_and_drops_rejected_guesses() {
-        // The prompt repeats "1 2" with two continuations, so some guesses
-        // are right (3 3 ...) and some wrong (4 after "1 2" in the answer).
+    fn drafted_decoding_writes_each_rows_text_and_drops_rejected_guesses() {
+        // The prompt repeats "1 2" with two continuations, and the answers
+        // share pieces, so some guesses are right and some wrong; the rows
+        // differ in length, so they keep different numbers of guesses per
+        // pass and leave the batch at different times.
         let prompt = vec![1, 2, 3, 3, 5, 1, 2, 4, 6];
-        let answer = vec![1, 2, 3, 3, 5, 7, 1, 2, 9, 8, 6, 5, 4];
-        let mut model = OneText {
-            text: [prompt.clone(), answer.clone()].concat(),
-            states: prompt.clone(),
+        let answers = vec![
+            vec![1, 2, 3, 3, 5, 7, 1, 2, 9, 8, 6, 5, 4],
+            vec![1, 2, 4, 6, 1, 2, 3, 3],
+            vec![1, 2, 9, 8, 6, 5, 4, 3, 3, 5, 7, 1, 2, 4, 6, 9, 8],
+        ];
+        let mut model = KnownTexts {
+            texts: answers
+                .iter()
+                .map(|a| [prompt.clone(), a.clone()].concat())
+                .collect(),
+            states: vec![prompt.clone(); answers.len()],
             passes: 0,
         };
-        let sampling = Sampling {
-            max_tokens: answer.len(),
-            ..Sampling::default()
-        };
-        let mut row = RowState::new(&sampling, 0, answer.len());
-        let first = model.logits_after(&prompt);
+        let mut rows: Vec<RowState> = answers
+            .iter()
+            .enumerate()
+            .map(|(row, a)| RowState::new(&Sampling::default(), row, a.len()))
+            .collect();
+        let first = logits_after(&model.texts[0], &prompt);
         let count = codec()
-            .decode_drafted(&mut row, &prompt, &[], first, 3, &mut model)
+            .decode_drafted(&mut rows, &prompt, &[], &first, 3, &mut model)
             .unwrap();
-        assert_eq!(row.tokens(), answer);
-        assert_eq!(row.finished, Some(FinishReason::Length));
+        for (row, answer) in rows.iter().zip(&answers) {
+            assert_eq!(row.tokens(), answer.as_slice());
+            assert_eq!(row.finished, Some(FinishReason::Length));
+        }
         assert!(count.kept > 0 && count.kept < count.guessed, "{count:?}");
-        // Fewer passes than tokens, and the states hold the prompt and the
-        // answer, less a last token that was never fed.
-        assert!(model.passes < answer.len() - 1, "{} passes", model.passes);
-        assert!(model.text.starts_with(&model.states));
-        assert!(model.states.len() >= prompt.len() + answer.len() - 1);
+        let longest = answers.iter().map(Vec::len).max().unwrap();
+        assert!(model.passes < longest - 1, "{} passes", model.passes);
+        // The rows that finished last are still in the model, holding their
+        // prompt and answer, less a last token that was never fed.
+        assert!(!model.states.is_empty() && model.states.len() < answers.len());
+        for (states, text) in model.states.iter().zip(&model.texts) {
+            assert!(text.starts_with(states));
+            assert!(states.len() >= text.len() - 1);
+        }
     }
 }

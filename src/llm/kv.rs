@@ -5,6 +5,10 @@
 //! seed new caches: the prefix cache and the n rows of a sampling batch.
 //! The rows of a sampling batch share their prompt: it is stored once, and
 //! attention reads it once for all rows (see `Transformer::attention`).
+//! Every row holds the same number of own positions, but a row may hide
+//! some: the left padding of a shorter prompt, and guessed tokens it
+//! rejected while other rows of its batch kept theirs. Hidden positions
+//! are masked out and skipped by the rotary positions.
 
 use candle_core::{DType, Device, Result, Tensor};
 
@@ -17,10 +21,8 @@ pub struct KvCache {
     len: usize,
     /// Own positions the buffers hold.
     capacity: usize,
-    /// Per row, how many leading positions are padding: rows holding
-    /// prompts of unequal length are left-padded to a common length, and the
-    /// padding is masked out and skipped by the rotary positions.
-    padding: Vec<usize>,
+    /// Per row, the own positions it hides, ascending.
+    hidden: Vec<Vec<usize>>,
 }
 
 /// The first `len` positions of a cache, for one row.
@@ -73,7 +75,7 @@ impl KvCache {
             layers,
             len: 0,
             capacity,
-            padding: vec![0; batch],
+            hidden: vec![Vec::new(); batch],
         })
     }
 
@@ -141,22 +143,22 @@ impl KvCache {
     }
 
     pub fn batch(&self) -> usize {
-        self.padding.len()
+        self.hidden.len()
     }
 
-    /// Leading padding positions per row.
-    pub fn padding(&self) -> &[usize] {
-        &self.padding
+    /// Per row, the own positions it hides, ascending.
+    pub fn hidden(&self) -> &[Vec<usize>] {
+        &self.hidden
+    }
+
+    pub fn has_hidden(&self) -> bool {
+        self.hidden.iter().any(|h| !h.is_empty())
     }
 
     /// Declares the left padding of each row before the first forward pass.
     pub fn set_padding(&mut self, padding: Vec<usize>) {
         assert_eq!(padding.len(), self.batch(), "one padding count per row");
-        assert!(
-            self.shared.is_none(),
-            "rows sharing a prefix have no padding"
-        );
-        self.padding = padding;
+        self.hidden = padding.into_iter().map(|pad| (0..pad).collect()).collect();
     }
 
     pub fn capacity(&self) -> usize {
@@ -196,6 +198,85 @@ impl KvCache {
             "cannot rewind past the own positions"
         );
         self.len -= positions;
+        let len = self.len;
+        for hidden in &mut self.hidden {
+            hidden.retain(|&p| p < len);
+        }
+    }
+
+    /// Drops the states of row r's last `positions[r]` positions: the
+    /// positions no row keeps are forgotten, and each row hides the rest of
+    /// its own.
+    pub fn discard(&mut self, positions: &[usize]) {
+        assert_eq!(positions.len(), self.batch(), "one count per row");
+        let common = positions.iter().copied().min().unwrap_or(0);
+        self.rewind(common);
+        let len = self.len;
+        for (hidden, &count) in self.hidden.iter_mut().zip(positions) {
+            let extra = count - common;
+            assert!(extra <= len, "cannot hide past the own positions");
+            hidden.extend(len - extra..len);
+            hidden.sort_unstable();
+            hidden.dedup();
+        }
+    }
+
+    /// Own positions free for writing.
+    pub fn room(&self) -> usize {
+        self.capacity - self.len
+    }
+
+    /// Moves each row's hidden positions to its front and drops the leading
+    /// ones every row hides, making room. Rotary positions were applied
+    /// when the states were written and only the order of a row's visible
+    /// positions matters, so every row attends as before.
+    pub fn compact(&mut self) -> Result<()> {
+        if !self.has_hidden() {
+            return Ok(());
+        }
+        let visible: Vec<Vec<u32>> = self
+            .hidden
+            .iter()
+            .map(|hidden| {
+                (0..self.len)
+                    .filter(|p| hidden.binary_search(p).is_err())
+                    .map(|p| p as u32)
+                    .collect()
+            })
+            .collect();
+        let len = visible.iter().map(Vec::len).max().unwrap_or(0);
+        let device = self.layers[0].0.device().clone();
+        // Row r keeps its visible positions at the end, after filler
+        // positions (copies of position 0) that it hides.
+        let indices = visible
+            .iter()
+            .map(|row| {
+                let mut index = vec![0u32; len - row.len()];
+                index.extend_from_slice(row);
+                Tensor::new(index.as_slice(), &device)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let gather = |t: &Tensor| -> Result<Tensor> {
+            let rows = indices
+                .iter()
+                .enumerate()
+                .map(|(r, index)| t.narrow(0, r, 1)?.index_select(index, 2))
+                .collect::<Result<Vec<_>>>()?;
+            let buffer = t.zeros_like()?;
+            buffer.slice_set(&Tensor::cat(&rows, 0)?, 2, 0)?;
+            Ok(buffer)
+        };
+        self.layers = self
+            .layers
+            .iter()
+            .map(|(k, v)| Ok((gather(k)?, gather(v)?)))
+            .collect::<Result<_>>()?;
+        self.hidden = visible
+            .iter()
+            .map(|row| (0..len - row.len()).collect())
+            .collect();
+        self.len = len;
+        Ok(())
     }
 
     /// A cache whose row i copies row `rows[i]` of this one (same length,
@@ -214,15 +295,19 @@ impl KvCache {
             layers,
             len: self.len,
             capacity: self.capacity,
-            padding: rows.iter().map(|&r| self.padding[r]).collect(),
+            hidden: rows.iter().map(|&r| self.hidden[r].clone()).collect(),
         })
     }
 
     /// A contiguous copy of row `row`'s first `len` positions, shared ones
-    /// included.
+    /// included; none of them may be hidden.
     pub fn snapshot(&self, row: usize, len: usize) -> Result<KvSnapshot> {
         let len = len.min(self.len());
         let shared = self.shared_len();
+        // A snapshot's positions are its rotary positions: no gaps.
+        if self.hidden[row].first().is_some_and(|&p| shared + p < len) {
+            candle_core::bail!("row {row} hides positions inside the snapshot");
+        }
         if let Some(prefix) = &self.shared {
             if len <= shared {
                 return prefix.truncated(len);

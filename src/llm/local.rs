@@ -28,11 +28,13 @@ const PREFIX_CACHE_BYTES: usize = 512 << 20;
 /// kept; replaying one search's calls, 2 and 3 guesses decode fastest.
 pub const DEFAULT_MAX_DRAFT: usize = 3;
 
-/// On a CPU, calls of up to this many completions decode their rows one
-/// after another with guesses rather than as one batch. Replaying one
-/// search's calls on a 2-core CPU (0.5B model, 3 guesses), rows of 3
-/// decoded at 50 tok/s one by one against 47-49 as a batch; self-consistency
-/// at 8 samples decodes its batch at 56 tok/s, above what one row reaches.
+/// On a CPU, calls of up to this many completions check guesses; bigger
+/// ones decode one token per row and pass. A pass costs about 17 ms plus
+/// 6 ms per position on a 2-core CPU (0.5B model, 1,000-token context), so
+/// the positions of guesses that fail or fill a shorter row's input weigh
+/// more as rows are added. Measured there: replaying one search's calls,
+/// rows of 3 decode at 74 tok/s with guesses against 64 without; 8
+/// self-consistency samples at 56 with against 75 without.
 const DRAFTED_ROWS: usize = 3;
 
 /// Answers kept as a lookup source for guessing the next calls' tokens.
@@ -59,9 +61,8 @@ impl LocalModel {
         }
     }
 
-    /// Checks up to `tokens` guessed tokens per pass (0: none) in calls
-    /// that decode row by row: one completion, or up to `DRAFTED_ROWS` on
-    /// a CPU.
+    /// Checks up to `tokens` guessed tokens per pass (0: none) in calls of
+    /// one completion, or up to `DRAFTED_ROWS` on a CPU.
     pub fn with_max_draft(mut self, tokens: usize) -> Self {
         self.max_draft = tokens;
         self
@@ -180,19 +181,23 @@ impl LocalModel {
         // one-completion calls there.
         let drafted = self.max_draft > 0
             && (n == 1 || (n <= DRAFTED_ROWS && self.transformer.device().is_cpu()));
-        let (cache, drafts) = if drafted {
-            self.decode_each_drafted(&ids, single, first, &mut rows)?
+        let mut cache = if n == 1 {
+            single
         } else {
-            // The rows share the prompt's states and decode as one batch.
-            let mut cache = if n == 1 {
-                single
-            } else {
-                let states = self.prompt_states(&ids, &single).map_err(inference)?;
-                KvCache::from_snapshot(&states, n, capacity, self.transformer.device())
-                    .map_err(inference)?
-            };
+            // The rows share the prompt's states. Drafted rows hide the
+            // guesses they reject while others keep theirs: room for one
+            // more pass beyond the answers, and compaction (see
+            // `CacheTarget::feed`) when hidden positions fill it.
+            let states = self.prompt_states(&ids, &single).map_err(inference)?;
+            let slack = if drafted { self.max_draft } else { 0 };
+            KvCache::from_snapshot(&states, n, capacity + slack, self.transformer.device())
+                .map_err(inference)?
+        };
+        let drafts = if drafted {
+            self.decode_drafted(&ids, &mut cache, &first, &mut rows)?
+        } else {
             self.decode_rows(&mut cache, &mut rows, vec![first; n])?;
-            (cache, DraftCount::default())
+            DraftCount::default()
         };
         {
             let mut recent = self.recent.lock().expect("recent answers lock");
@@ -225,47 +230,23 @@ impl LocalModel {
         })
     }
 
-    /// Decodes the rows one after another from the prompt's states in
-    /// `single`, each checking guessed tokens (earlier rows' answers among
-    /// the lookup sources); returns the last row's cache.
-    fn decode_each_drafted(
+    /// Decodes the rows together from the prompt's states in `cache`, each
+    /// checking guessed tokens; the cache keeps the rows that finished
+    /// last.
+    fn decode_drafted(
         &self,
         ids: &[u32],
-        single: KvCache,
-        first: Vec<f32>,
+        cache: &mut KvCache,
+        first: &[f32],
         rows: &mut [RowState],
-    ) -> Result<(KvCache, DraftCount)> {
-        let prompt_states = if rows.len() > 1 {
-            Some(self.prompt_states(ids, &single).map_err(inference)?)
-        } else {
-            None
+    ) -> Result<DraftCount> {
+        let recent = self.recent.lock().expect("recent answers lock").to_vec();
+        let mut target = CacheTarget {
+            transformer: &self.transformer,
+            cache,
         };
-        let capacity = single.capacity();
-        let mut earlier = self.recent.lock().expect("recent answers lock").to_vec();
-        let mut cache = single;
-        let mut count = DraftCount::default();
-        for (index, row) in rows.iter_mut().enumerate() {
-            if let (true, Some(states)) = (index > 0, &prompt_states) {
-                cache = KvCache::from_snapshot(states, 1, capacity, self.transformer.device())
-                    .map_err(inference)?;
-            }
-            let mut target = CacheTarget {
-                transformer: &self.transformer,
-                cache: &mut cache,
-            };
-            let row_count = self.codec.decode_drafted(
-                row,
-                ids,
-                &earlier,
-                first.clone(),
-                self.max_draft,
-                &mut target,
-            )?;
-            count.guessed += row_count.guessed;
-            count.kept += row_count.kept;
-            earlier.insert(0, row.tokens().to_vec());
-        }
-        Ok((cache, count))
+        self.codec
+            .decode_drafted(rows, ids, &recent, first, self.max_draft, &mut target)
     }
 
     /// Several prompts of unequal length in one batch: left-padded to a
@@ -397,25 +378,34 @@ impl LocalModel {
     }
 }
 
-/// One row's cache, fed guessed tokens.
+/// A batch's cache, fed guessed tokens.
 struct CacheTarget<'a> {
     transformer: &'a Transformer,
     cache: &'a mut KvCache,
 }
 
 impl DraftTarget for CacheTarget<'_> {
-    fn feed(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
-        let input = Tensor::new(tokens, self.transformer.device())
-            .and_then(|t| t.unsqueeze(0))
+    fn feed(&mut self, inputs: &[Vec<u32>]) -> Result<Vec<Vec<Vec<f32>>>> {
+        let width = inputs.first().map_or(0, Vec::len);
+        if self.cache.room() < width {
+            self.cache.compact().map_err(inference)?;
+        }
+        let tokens: Vec<u32> = inputs.concat();
+        let input = Tensor::from_vec(tokens, (inputs.len(), width), self.transformer.device())
             .map_err(inference)?;
         self.transformer
             .forward_all(&input, self.cache)
-            .and_then(|logits| logits.get(0)?.to_dtype(candle_core::DType::F32)?.to_vec2())
+            .and_then(|logits| logits.to_dtype(candle_core::DType::F32)?.to_vec3())
             .map_err(inference)
     }
 
-    fn rewind(&mut self, positions: usize) -> Result<()> {
-        self.cache.rewind(positions);
+    fn discard(&mut self, positions: &[usize]) -> Result<()> {
+        self.cache.discard(positions);
+        Ok(())
+    }
+
+    fn keep_rows(&mut self, rows: &[usize]) -> Result<()> {
+        *self.cache = self.cache.select_rows(rows).map_err(inference)?;
         Ok(())
     }
 }

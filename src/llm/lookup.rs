@@ -16,7 +16,7 @@ const SHORTEST_SUFFIX: usize = 2;
 /// Up to `max_len` tokens that followed an earlier occurrence of
 /// `context`'s last tokens: the latest in `context` itself, else in
 /// `earlier` (searched in order). Empty when they occur nowhere.
-pub fn draft(context: &[u32], earlier: &[Vec<u32>], max_len: usize) -> Vec<u32> {
+pub fn draft(context: &[u32], earlier: &[&[u32]], max_len: usize) -> Vec<u32> {
     if max_len == 0 {
         return Vec::new();
     }
@@ -27,7 +27,7 @@ pub fn draft(context: &[u32], earlier: &[Vec<u32>], max_len: usize) -> Vec<u32> 
         let suffix = &context[context.len() - width..];
         // The suffix itself is no match: no token follows it.
         let found = std::iter::once(context)
-            .chain(earlier.iter().map(Vec::as_slice))
+            .chain(earlier.iter().copied())
             .find_map(|text| follower(text, suffix).map(|at| (text, at)));
         if let Some((text, at)) = found {
             return text[at..(at + max_len).min(text.len())].to_vec();
@@ -98,12 +98,12 @@ mod tests {
         assert_eq!(draft(&context, &[], 1), [4]);
         // A longer match in an earlier answer also wins.
         let context = [7, 8, 3, 9, 7, 8];
-        assert_eq!(draft(&context, &[vec![9, 7, 8, 6, 6]], 3), [6, 6]);
+        assert_eq!(draft(&context, &[&[9, 7, 8, 6, 6]], 3), [6, 6]);
     }
 
     #[test]
     fn earlier_answers_are_searched_when_the_context_has_no_match() {
-        let earlier = vec![vec![1, 2, 3], vec![4, 5, 6, 7]];
+        let earlier: [&[u32]; 2] = [&[1, 2, 3], &[4, 5, 6, 7]];
         assert_eq!(draft(&[9, 9, 5, 6], &earlier, 4), [7]);
         // An answer that ends with the suffix has nothing to offer.
         assert!(draft(&[9, 2, 3], &earlier, 4).is_empty());
@@ -113,7 +113,7 @@ mod tests {
     fn no_draft_without_a_match_of_two_tokens() {
         assert!(draft(&[1, 2, 3, 4, 5, 3], &[], 4).is_empty());
         assert!(draft(&[1, 2, 1, 2], &[], 0).is_empty());
-        assert!(draft(&[1, 2], &[vec![1, 2, 3]], 4).is_empty());
+        assert!(draft(&[1, 2], &[&[1, 2, 3]], 4).is_empty());
     }
 
     #[test]

@@ -187,7 +187,7 @@ impl Transformer {
             .embedding
             .lookup(&ids, self.config.dtype, &self.device)?
             .reshape((batch, new, self.config.hidden))?;
-        let (cos, sin, mask) = if cache.padding().iter().all(|&p| p == 0) {
+        let (cos, sin, mask) = if !cache.has_hidden() {
             // Shared positions are visible to every new one: only the rows'
             // own positions need the causal mask.
             let mask = if new > 1 {
@@ -202,7 +202,7 @@ impl Transformer {
                 mask,
             )
         } else {
-            self.padded_positions(cache.padding(), start, new)?
+            self.ragged_positions(cache, new)?
         };
         for (index, layer) in self.layers.iter().enumerate() {
             let normed =
@@ -284,31 +284,42 @@ impl Transformer {
         a.o.forward(&out)
     }
 
-    /// Rotary tables (batch, new, d/2) and a mask (batch, 1, 1, new, total)
-    /// for left-padded rows: a row's positions count from its first real
-    /// token, and nothing attends to padding.
-    fn padded_positions(
+    /// Rotary tables (batch, new, d/2) and a mask (batch, 1, 1, new, own +
+    /// new) for rows that hide some of their own positions (left padding,
+    /// rejected guesses): a row's positions count only what it shows, and
+    /// nothing attends to hidden positions.
+    fn ragged_positions(
         &self,
-        padding: &[usize],
-        start: usize,
+        cache: &KvCache,
         new: usize,
     ) -> Result<(Tensor, Tensor, Option<Tensor>)> {
+        let shared = cache.shared_len();
+        let start = cache.own_len();
         let total = start + new;
-        let mut cos_rows = Vec::with_capacity(padding.len());
-        let mut sin_rows = Vec::with_capacity(padding.len());
-        let mut mask = Vec::with_capacity(padding.len() * new * total);
-        for &pad in padding {
-            let positions: Vec<u32> = (start..total)
-                .map(|p| p.saturating_sub(pad) as u32)
+        let batch = cache.batch();
+        let mut cos_rows = Vec::with_capacity(batch);
+        let mut sin_rows = Vec::with_capacity(batch);
+        let mut mask = Vec::with_capacity(batch * new * total);
+        for hidden in cache.hidden() {
+            let mut is_hidden = vec![false; total];
+            hidden.iter().for_each(|&p| is_hidden[p] = true);
+            let mut shown = shared + is_hidden[..start].iter().filter(|h| !**h).count();
+            let positions: Vec<u32> = is_hidden[start..]
+                .iter()
+                .map(|&h| {
+                    let position = shown as u32;
+                    shown += usize::from(!h);
+                    position
+                })
                 .collect();
             let positions = Tensor::new(positions.as_slice(), &self.device)?;
             cos_rows.push(self.cos.index_select(&positions, 0)?);
             sin_rows.push(self.sin.index_select(&positions, 0)?);
             for i in 0..new {
                 mask.extend((0..total).map(|j| {
-                    // A padding query may see itself, so its softmax stays
+                    // A hidden query may see itself, so its softmax stays
                     // finite (its output is never used).
-                    if j > start + i || (j < pad && j != start + i) {
+                    if j > start + i || (is_hidden[j] && j != start + i) {
                         f32::NEG_INFINITY
                     } else {
                         0.0
@@ -316,7 +327,7 @@ impl Transformer {
                 }));
             }
         }
-        let mask = Tensor::from_vec(mask, (padding.len(), 1, 1, new, total), &self.device)?
+        let mask = Tensor::from_vec(mask, (batch, 1, 1, new, total), &self.device)?
             .to_dtype(self.config.dtype)?;
         Ok((
             Tensor::stack(&cos_rows, 0)?,
