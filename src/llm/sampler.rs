@@ -169,4 +169,21 @@ mod tests {
         let mut s = Sampler::new(&sampling(1.0, 0, 0.5, 11), 0);
         assert!((0..50).all(|_| s.next_token(&logits) == 2));
     }
+
+    #[test]
+    fn the_nucleus_reaches_into_a_long_flat_tail() {
+        // One token at 8 holds 37% of the mass; 5,000 tokens at 0 hold the
+        // rest, beyond the first sorted head. At top_p 0.9 the nucleus is
+        // the top token and the first ~4,200 tail tokens by id; a token
+        // e^-100 less likely is never drawn.
+        let mut logits = vec![0.0; 5_002];
+        logits[0] = 8.0;
+        logits[5_001] = -92.0;
+        let mut s = Sampler::new(&sampling(1.0, 0, 0.9, 5), 0);
+        let draws: Vec<u32> = (0..2_000).map(|_| s.next_token(&logits)).collect();
+        let tail = draws.iter().filter(|&&t| t > 0).count();
+        assert!((1_100..1_400).contains(&tail), "{tail} tail draws");
+        let highest = draws.iter().max().copied().unwrap();
+        assert!((3_000..4_300).contains(&highest), "highest {highest}");
+    }
 }
