@@ -32,18 +32,18 @@ impl Sampler {
         if self.temperature <= 0.0 {
             return argmax(logits);
         }
-        let candidates = self.candidates(logits);
-        let max = candidates
-            .iter()
-            .map(|&(_, l)| l)
-            .fold(f32::NEG_INFINITY, f32::max);
-        let weight = |l: f32| ((l - max) / self.temperature).exp();
-        let total: f32 = candidates.iter().map(|&(_, l)| weight(l)).sum();
-        let nucleus = self.nucleus(&candidates, max, total);
-        let weights: Vec<f32> = nucleus.iter().map(|&(_, l)| weight(l)).collect();
-        let mass: f32 = weights.iter().sum();
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let weights = Weights {
+            max,
+            scale: 1.0 / self.temperature,
+            floor: self.floor(logits, max),
+        };
+        let total = weights.total(logits);
+        let nucleus = self.nucleus(logits, &weights, total);
+        let nucleus_weights: Vec<f32> = nucleus.iter().map(|&(_, l)| weights.of(l)).collect();
+        let mass: f32 = nucleus_weights.iter().sum();
         let mut target = self.rng.random::<f32>() * mass;
-        for (&(token, _), w) in nucleus.iter().zip(&weights) {
+        for (&(token, _), w) in nucleus.iter().zip(&nucleus_weights) {
             if target < *w {
                 return token;
             }
@@ -52,52 +52,54 @@ impl Sampler {
         nucleus[nucleus.len() - 1].0
     }
 
-    /// The tokens that can be drawn at all, with their logits: the top-k
-    /// cut, less those whose probability is below what an f32 sum of
-    /// probabilities can register (e^-30 of the most likely token's, over
-    /// a vocabulary under 10^6 tokens). Skipping the rest keeps the sort
-    /// below small; a full sort of a 150,000-token vocabulary costs more
-    /// than a third of a forward pass.
-    fn candidates(&self, logits: &[f32]) -> Vec<(u32, f32)> {
-        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let floor = max - NEGLIGIBLE * self.temperature;
-        let mut candidates: Vec<(u32, f32)> = logits
-            .iter()
-            .enumerate()
-            .filter(|&(_, &l)| l >= floor)
-            .map(|(i, &l)| (i as u32, l))
-            .collect();
-        if self.top_k > 0 && self.top_k < candidates.len() {
-            candidates.select_nth_unstable_by(self.top_k - 1, most_likely_first);
-            candidates.truncate(self.top_k);
+    /// The lowest logit that can be drawn: the top-k cut (ties at the cut
+    /// included), and no token below what an f32 sum of probabilities can
+    /// register (e^-30 of the most likely token's, over a vocabulary under
+    /// 10^6 tokens).
+    fn floor(&self, logits: &[f32], max: f32) -> f32 {
+        let negligible = max - NEGLIGIBLE * self.temperature;
+        if self.top_k == 0 || self.top_k >= logits.len() {
+            return negligible;
         }
-        candidates
+        let mut sorted = logits.to_vec();
+        let (_, kth, _) = sorted.select_nth_unstable_by(self.top_k - 1, |a, b| b.total_cmp(a));
+        kth.max(negligible)
     }
 
-    /// The most likely candidates, most likely first, down to the first
-    /// whose cumulative probability reaches top-p (all when none does).
-    /// Only candidates within a widening distance of the most likely are
+    /// The candidates, most likely first, down to the first whose
+    /// cumulative probability reaches top-p (all, unsorted, when top-p is
+    /// 1; all when none reaches it). Only the
+    /// candidates within a widening distance of the most likely are
     /// sorted: every candidate left out is less likely than every one
-    /// sorted, so the sorted ones are the head of the full order.
-    fn nucleus(&self, candidates: &[(u32, f32)], max: f32, total: f32) -> Vec<(u32, f32)> {
+    /// sorted, so the sorted ones are the head of the full order. (A full
+    /// sort of a 150,000-token vocabulary costs a fifth of a forward pass.)
+    fn nucleus(&self, logits: &[f32], weights: &Weights, total: f32) -> Vec<(u32, f32)> {
+        let candidates = |cut: f32| {
+            logits
+                .iter()
+                .enumerate()
+                .filter(move |&(_, &l)| l >= cut)
+                .map(|(i, &l)| (i as u32, l))
+        };
+        if self.top_p >= 1.0 {
+            // No cut: every candidate, in any fixed order.
+            return candidates(weights.floor).collect();
+        }
         let needed = self.top_p * total;
         let mut distance = NUCLEUS_START * self.temperature;
         loop {
-            let mut head: Vec<(u32, f32)> = candidates
-                .iter()
-                .copied()
-                .filter(|&(_, l)| l >= max - distance)
-                .collect();
-            head.sort_unstable_by(most_likely_first);
+            let cut = (weights.max - distance).max(weights.floor);
+            let mut head: Vec<(u32, f32)> = candidates(cut).collect();
+            head.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             let mut cumulative = 0.0;
             for (i, &(_, l)) in head.iter().enumerate() {
-                cumulative += ((l - max) / self.temperature).exp();
+                cumulative += weights.of(l);
                 if cumulative >= needed {
                     head.truncate(i + 1);
                     return head;
                 }
             }
-            if head.len() == candidates.len() {
+            if cut <= weights.floor {
                 return head;
             }
             distance *= 2.0;
@@ -105,17 +107,63 @@ impl Sampler {
     }
 }
 
+/// Unnormalized probabilities at a temperature: e^((logit - max) / T) for
+/// logits at or above `floor`, else 0.
+struct Weights {
+    max: f32,
+    scale: f32,
+    floor: f32,
+}
+
+impl Weights {
+    fn of(&self, logit: f32) -> f32 {
+        exp_nonpositive((logit - self.max) * self.scale)
+    }
+
+    /// The sum over all logits, in 16 lanes so the compiler vectorizes it.
+    fn total(&self, logits: &[f32]) -> f32 {
+        const LANES: usize = 16;
+        let mut lanes = [0.0f32; LANES];
+        let chunks = logits.chunks_exact(LANES);
+        let rest = chunks.remainder();
+        for chunk in chunks {
+            for (lane, &l) in lanes.iter_mut().zip(chunk) {
+                let w = self.of(l);
+                *lane += if l >= self.floor { w } else { 0.0 };
+            }
+        }
+        let rest: f32 = rest
+            .iter()
+            .filter(|&&l| l >= self.floor)
+            .map(|&l| self.of(l))
+            .sum();
+        lanes.iter().sum::<f32>() + rest
+    }
+}
+
 /// Log-probability below the most likely token's at which a token is
-/// ignored (see `Sampler::candidates`).
+/// ignored (see `Sampler::floor`).
 const NEGLIGIBLE: f32 = 30.0;
 
 /// Log-probability distance of the first nucleus search: tokens at least
 /// e^-7 (about 1/1,000) as likely as the most likely one.
 const NUCLEUS_START: f32 = 7.0;
 
-/// Higher logit first; the lower token id first on ties.
-fn most_likely_first(a: &(u32, f32), b: &(u32, f32)) -> std::cmp::Ordering {
-    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
+/// e^x for x <= 0 within 1e-5 relative error (at least 2^-126), as
+/// 2^n times a polynomial for 2^f: plain arithmetic that vectorizes,
+/// where a libm call per value does not.
+fn exp_nonpositive(x: f32) -> f32 {
+    let t = (x * std::f32::consts::LOG2_E).max(-126.0);
+    let n = t.floor();
+    let f = t - n;
+    // Taylor series of 2^f = e^(f ln 2), to the 7th power.
+    let p = 1.0
+        + f * (std::f32::consts::LN_2
+            + f * (0.240_226_5
+                + f * (0.055_504_11
+                    + f * (0.009_618_129
+                        + f * (0.001_333_355_8 + f * (0.000_154_035_3 + f * 0.000_015_252_73))))));
+    f32::from_bits(((n as i32 + 127) as u32) << 23) * p
 }
 
 /// The index of the largest logit (the first on ties).
@@ -141,6 +189,22 @@ mod tests {
             seed,
             ..Sampling::default()
         }
+    }
+
+    #[test]
+    fn fast_exponential_matches_the_library() {
+        for i in 0..=1_600 {
+            let x = -(i as f32) * 0.05;
+            let (fast, exact) = (exp_nonpositive(x), x.exp());
+            assert!(
+                (fast - exact).abs() <= 1e-5 * exact,
+                "e^{x}: {fast} vs {exact}"
+            );
+        }
+        assert_eq!(
+            exp_nonpositive(-200.0),
+            exp_nonpositive(-126.0 / std::f32::consts::LOG2_E)
+        );
     }
 
     #[test]
