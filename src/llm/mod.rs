@@ -6,6 +6,7 @@ pub mod chat;
 pub mod cpu;
 pub mod decoding;
 pub mod embed;
+mod exp;
 pub mod gguf;
 pub mod hub;
 pub mod kv;

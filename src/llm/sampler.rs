@@ -1,6 +1,7 @@
 //! Picking the next token from logits: greedy, or temperature with top-k and
 //! top-p cuts, from a seeded generator so runs repeat exactly.
 
+use super::exp::exp_nonpositive;
 use super::Sampling;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -149,23 +150,6 @@ const NEGLIGIBLE: f32 = 30.0;
 /// e^-7 (about 1/1,000) as likely as the most likely one.
 const NUCLEUS_START: f32 = 7.0;
 
-/// e^x for x <= 0 within 1e-5 relative error (at least 2^-126), as
-/// 2^n times a polynomial for 2^f: plain arithmetic that vectorizes,
-/// where a libm call per value does not.
-fn exp_nonpositive(x: f32) -> f32 {
-    let t = (x * std::f32::consts::LOG2_E).max(-126.0);
-    let n = t.floor();
-    let f = t - n;
-    // Taylor series of 2^f = e^(f ln 2), to the 7th power.
-    let p = 1.0
-        + f * (std::f32::consts::LN_2
-            + f * (0.240_226_5
-                + f * (0.055_504_11
-                    + f * (0.009_618_129
-                        + f * (0.001_333_355_8 + f * (0.000_154_035_3 + f * 0.000_015_252_73))))));
-    f32::from_bits(((n as i32 + 127) as u32) << 23) * p
-}
-
 /// The index of the largest logit (the first on ties).
 pub(crate) fn argmax(logits: &[f32]) -> u32 {
     let mut best = 0;
@@ -189,22 +173,6 @@ mod tests {
             seed,
             ..Sampling::default()
         }
-    }
-
-    #[test]
-    fn fast_exponential_matches_the_library() {
-        for i in 0..=1_600 {
-            let x = -(i as f32) * 0.05;
-            let (fast, exact) = (exp_nonpositive(x), x.exp());
-            assert!(
-                (fast - exact).abs() <= 1e-5 * exact,
-                "e^{x}: {fast} vs {exact}"
-            );
-        }
-        assert_eq!(
-            exp_nonpositive(-200.0),
-            exp_nonpositive(-126.0 / std::f32::consts::LOG2_E)
-        );
     }
 
     #[test]

@@ -271,7 +271,7 @@ impl Transformer {
             None => scores,
         };
         let out = match cache.shared_layer(index) {
-            None => candle_nn::ops::softmax_last_dim(&scores)?.matmul(&values)?,
+            None => super::exp::softmax_last_dim(&scores)?.matmul(&values)?,
             Some((shared_keys, shared_values)) => {
                 let own = (&scores, &values);
                 attend_with_shared(&q, own, (shared_keys, shared_values), scale)?
@@ -368,7 +368,7 @@ fn attend_with_shared(
     let shared_scores = (stacked(q, head_dim)?.matmul(&shared_keys.t()?)? * scale)?;
     let shared_scores = unstacked(&shared_scores, shared)?.contiguous()?;
     let all = Tensor::cat(&[&shared_scores, &own_scores.contiguous()?], 3)?;
-    let weights = candle_nn::ops::softmax_last_dim(&all)?;
+    let weights = super::exp::softmax_last_dim(&all)?;
     let from_shared = stacked(&weights.narrow(3, 0, shared)?, shared)?.matmul(shared_values)?;
     let from_own = weights
         .narrow(3, shared, own)?
