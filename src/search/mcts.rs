@@ -259,6 +259,7 @@ pub(crate) mod tests {
     use crate::db::{ExecConfig, Executor};
     use crate::llm::scripted::ScriptedModel;
     use crate::search::reasoner::QuestionContext;
+    use std::sync::atomic::Ordering;
 
     pub use crate::understand::demo::database as concert_singer;
 
@@ -387,6 +388,38 @@ pub(crate) mod tests {
         assert!((a5.value / a5.visits as f64 - 1.0 / 3.0).abs() < 1e-9);
         // UCT sent more rollouts to the better branch.
         assert!(a2.visits > a5.visits);
+    }
+
+    #[test]
+    fn a_failed_revision_is_retried_within_the_trajectory() {
+        let actions = ActionSet::builtin()
+            .without(&["A1", "A2", "A3", "A4"].map(String::from))
+            .unwrap();
+        let revisions = std::sync::atomic::AtomicUsize::new(0);
+        let model = ScriptedModel::responding(move |prompt, _| match step_of(prompt) {
+            "SQL revision" if revisions.fetch_add(1, Ordering::Relaxed) == 0 => {
+                "<sql>SELECT nosuch FROM singer".into()
+            }
+            "SQL revision" => "<sql>SELECT count(*) FROM singer".into(),
+            _ => "<sql>SELECT nosuch FROM singer".into(),
+        });
+        let config = MctsConfig {
+            rollouts: 1,
+            agreement_samples: 0,
+            ..MctsConfig::default()
+        };
+        let (result, _) = run(&model, &actions, &config, 0);
+        let depths_and_ends: Vec<(usize, bool)> = result
+            .tree
+            .nodes()
+            .map(|(_, n)| (n.depth, n.terminal))
+            .collect();
+        // A5 fails, the first revision fails, the second runs and ends it.
+        assert_eq!(
+            depths_and_ends,
+            [(0, false), (1, false), (2, false), (3, true)]
+        );
+        assert_eq!(result.tree.node(3).reward, Some(1.0));
     }
 
     #[test]

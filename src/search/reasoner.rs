@@ -39,11 +39,20 @@ impl Step {
         self.output.as_ref().and_then(|o| o.sql.as_deref())
     }
 
-    /// The slot this step filled, if its output was usable.
+    /// The slot this step filled, if its output was usable: a query step
+    /// must write a query, and a step that rewrites a filled slot (a
+    /// revision) must leave something better than what was there, so its
+    /// query must run.
     fn filled_slot<'a>(&self, actions: &'a ActionSet) -> Option<&'a str> {
         let action = actions.get(self.action?);
         let output = self.output.as_ref()?;
-        let usable = action.output != OutputKind::Sql || output.sql.is_some();
+        let usable = match action.output {
+            OutputKind::Sql if action.requires.contains(&action.writes) => {
+                matches!(self.execution, Some(Ok(_)))
+            }
+            OutputKind::Sql => output.sql.is_some(),
+            _ => true,
+        };
         usable.then_some(action.writes.as_str())
     }
 }
@@ -58,8 +67,10 @@ pub struct Reasoner<'a> {
 impl Reasoner<'_> {
     /// Actions valid after `path` (the steps from the root, root excluded).
     pub fn valid_actions(&self, path: &[&Step]) -> Vec<usize> {
-        // A query-writing step that wrote no query may be tried again: it
-        // did not do its job, and without a query the trajectory cannot end.
+        // A step that did not do its job (a query step that wrote no
+        // query, a revision whose query fails) may be tried again: the
+        // trajectory cannot end well without it. The depth limit bounds
+        // the retries.
         let (used, slots): (Vec<usize>, Vec<&str>) = path
             .iter()
             .filter_map(|s| Some((s.action?, s.filled_slot(self.actions)?)))
@@ -84,8 +95,9 @@ impl Reasoner<'_> {
     /// user turn with its execution feedback and the next instruction. A
     /// child's prompt thus extends its parent's prompt and answer token for
     /// token, so a model that keeps those states computes only the new turn.
-    /// A query step that wrote no query is left out: shown its own failed
-    /// answer, a small model tends to repeat it.
+    /// A step that did not do its job is left out: shown its own failed
+    /// answer, a small model tends to repeat it (a failed revision most
+    /// often returns the query it was asked to fix).
     pub fn prompt(&self, path: &[&Step], action: &Action) -> Vec<ChatMessage> {
         let answered: Vec<(&Action, &StepOutput, &Step)> = path
             .iter()
@@ -369,8 +381,13 @@ mod tests {
 
         /// An A5 step that wrote `sql`, executed.
         fn drafted(&self, sql: &str) -> Step {
+            self.wrote("A5", sql)
+        }
+
+        /// A step of action `id` that wrote `sql`, executed.
+        fn wrote(&self, id: &str, sql: &str) -> Step {
             Step {
-                action: self.actions.index_of("A5"),
+                action: self.actions.index_of(id),
                 output: Some(StepOutput {
                     text: String::new(),
                     sql: Some(sql.into()),
@@ -488,6 +505,26 @@ mod tests {
         assert!(f.reasoner().valid_actions(&[&empty]).contains(&a5));
         let written = f.drafted("SELECT MAX(Age) FROM singer");
         assert!(!f.reasoner().valid_actions(&[&written]).contains(&a5));
+    }
+
+    #[test]
+    fn a_revision_whose_query_fails_may_be_tried_again_and_is_not_shown() {
+        let f = Fixture::new();
+        let a6 = f.actions.index_of("A6").unwrap();
+        let failed = f.drafted("SELECT nosuch FROM singer");
+        let repeated = f.wrote("A6", "SELECT nosuch FROM singer");
+        assert!(f
+            .reasoner()
+            .valid_actions(&[&failed, &repeated])
+            .contains(&a6));
+        let retry = f
+            .reasoner()
+            .prompt(&[&failed, &repeated], f.actions.get(a6));
+        assert_eq!(retry, f.reasoner().prompt(&[&failed], f.actions.get(a6)));
+
+        // A revision that runs has done its job, once.
+        let fixed = f.wrote("A6", "SELECT count(*) FROM singer");
+        assert!(f.reasoner().valid_actions(&[&failed, &fixed]).is_empty());
     }
 
     #[test]
