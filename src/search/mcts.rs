@@ -391,16 +391,15 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_failed_revision_is_retried_within_the_trajectory() {
+    fn a_query_whose_revision_fails_is_given_up_for_a_new_one() {
         let actions = ActionSet::builtin()
             .without(&["A1", "A2", "A3", "A4"].map(String::from))
             .unwrap();
-        let revisions = std::sync::atomic::AtomicUsize::new(0);
+        let queries = std::sync::atomic::AtomicUsize::new(0);
         let model = ScriptedModel::responding(move |prompt, _| match step_of(prompt) {
-            "SQL revision" if revisions.fetch_add(1, Ordering::Relaxed) == 0 => {
-                "<sql>SELECT nosuch FROM singer".into()
+            "SQL generation" if queries.fetch_add(1, Ordering::Relaxed) > 0 => {
+                "<sql>SELECT count(*) FROM singer".into()
             }
-            "SQL revision" => "<sql>SELECT count(*) FROM singer".into(),
             _ => "<sql>SELECT nosuch FROM singer".into(),
         });
         let config = MctsConfig {
@@ -409,15 +408,20 @@ pub(crate) mod tests {
             ..MctsConfig::default()
         };
         let (result, _) = run(&model, &actions, &config, 0);
-        let depths_and_ends: Vec<(usize, bool)> = result
+        let steps: Vec<(Option<&str>, bool)> = result
             .tree
             .nodes()
-            .map(|(_, n)| (n.depth, n.terminal))
+            .map(|(_, n)| (n.action.map(|a| actions.get(a).id.as_str()), n.terminal))
             .collect();
-        // A5 fails, the first revision fails, the second runs and ends it.
+        // A5 fails, so does its revision; a new A5 runs and ends it.
         assert_eq!(
-            depths_and_ends,
-            [(0, false), (1, false), (2, false), (3, true)]
+            steps,
+            [
+                (None, false),
+                (Some("A5"), false),
+                (Some("A6"), false),
+                (Some("A5"), true)
+            ]
         );
         assert_eq!(result.tree.node(3).reward, Some(1.0));
     }

@@ -39,21 +39,8 @@ impl Step {
         self.output.as_ref().and_then(|o| o.sql.as_deref())
     }
 
-    /// The slot this step filled, if its output was usable: a query step
-    /// must write a query, and a step that rewrites a filled slot (a
-    /// revision) must leave something better than what was there, so its
-    /// query must run.
-    fn filled_slot<'a>(&self, actions: &'a ActionSet) -> Option<&'a str> {
-        let action = actions.get(self.action?);
-        let output = self.output.as_ref()?;
-        let usable = match action.output {
-            OutputKind::Sql if action.requires.contains(&action.writes) => {
-                matches!(self.execution, Some(Ok(_)))
-            }
-            OutputKind::Sql => output.sql.is_some(),
-            _ => true,
-        };
-        usable.then_some(action.writes.as_str())
+    fn query_failed(&self) -> bool {
+        matches!(self.execution, Some(Err(_)))
     }
 }
 
@@ -67,15 +54,46 @@ pub struct Reasoner<'a> {
 impl Reasoner<'_> {
     /// Actions valid after `path` (the steps from the root, root excluded).
     pub fn valid_actions(&self, path: &[&Step]) -> Vec<usize> {
-        // A step that did not do its job (a query step that wrote no
-        // query, a revision whose query fails) may be tried again: the
-        // trajectory cannot end well without it. The depth limit bounds
-        // the retries.
-        let (used, slots): (Vec<usize>, Vec<&str>) = path
+        let (used, slots): (Vec<usize>, Vec<&str>) = self
+            .standing(path)
             .iter()
-            .filter_map(|s| Some((s.action?, s.filled_slot(self.actions)?)))
+            .map(|(index, action, _)| (*index, action.writes.as_str()))
             .unzip();
         self.actions.valid_after(&used, &slots)
+    }
+
+    /// The steps of `path` that stand, with their action's index: the
+    /// trajectory as the next step sees it. A step that did not do its job
+    /// falls, so that its action may be tried again and its answer is not
+    /// shown (shown its own failed answer, a small model tends to repeat
+    /// it): a query step that wrote no query, and a revision whose query
+    /// fails. A failed revision of a query that failed gives the query up
+    /// too, and the trajectory goes on as if neither had been written; a
+    /// resampled revision mostly returns the query it was asked to fix,
+    /// while a new query step runs more often than not. The depth limit
+    /// bounds the retries.
+    fn standing<'s>(&self, path: &[&'s Step]) -> Vec<(usize, &Action, &'s Step)> {
+        let mut standing: Vec<(usize, &Action, &Step)> = Vec::new();
+        for step in path {
+            let Some(index) = step.action else { continue };
+            let action = self.actions.get(index);
+            let wrote_query = step.output.as_ref().is_some_and(|o| o.sql.is_some());
+            if action.output == OutputKind::Sql && !wrote_query {
+                continue;
+            }
+            let revision = action.requires.contains(&action.writes);
+            if revision && step.query_failed() {
+                let revised = standing
+                    .iter()
+                    .rposition(|(_, a, _)| a.writes == action.writes);
+                if let Some(revised) = revised.filter(|&i| standing[i].2.query_failed()) {
+                    standing.remove(revised);
+                }
+                continue;
+            }
+            standing.push((index, action, step));
+        }
+        standing
     }
 
     /// Whether a trajectory ends at this step by the action's own rule.
@@ -95,17 +113,12 @@ impl Reasoner<'_> {
     /// user turn with its execution feedback and the next instruction. A
     /// child's prompt thus extends its parent's prompt and answer token for
     /// token, so a model that keeps those states computes only the new turn.
-    /// A step that did not do its job is left out: shown its own failed
-    /// answer, a small model tends to repeat it (a failed revision most
-    /// often returns the query it was asked to fix).
+    /// Only the steps that stand are shown.
     pub fn prompt(&self, path: &[&Step], action: &Action) -> Vec<ChatMessage> {
-        let answered: Vec<(&Action, &StepOutput, &Step)> = path
-            .iter()
-            .filter(|step| step.filled_slot(self.actions).is_some())
-            .filter_map(|step| {
-                let output = step.output.as_ref()?;
-                Some((self.actions.get(step.action?), output, *step))
-            })
+        let answered: Vec<(&Action, &StepOutput, &Step)> = self
+            .standing(path)
+            .into_iter()
+            .filter_map(|(_, action, step)| Some((action, step.output.as_ref()?, step)))
             .collect();
         let first = answered.first().map_or(action, |(a, _, _)| *a);
         let hint = crate::prompts::hint_line(self.context.hint.as_deref());
@@ -508,23 +521,29 @@ mod tests {
     }
 
     #[test]
-    fn a_revision_whose_query_fails_may_be_tried_again_and_is_not_shown() {
+    fn a_failed_revision_of_a_failed_query_gives_the_query_up() {
         let f = Fixture::new();
+        let a5 = f.actions.index_of("A5").unwrap();
         let a6 = f.actions.index_of("A6").unwrap();
+        let reasoner = f.reasoner();
         let failed = f.drafted("SELECT nosuch FROM singer");
         let repeated = f.wrote("A6", "SELECT nosuch FROM singer");
-        assert!(f
-            .reasoner()
-            .valid_actions(&[&failed, &repeated])
-            .contains(&a6));
-        let retry = f
-            .reasoner()
-            .prompt(&[&failed, &repeated], f.actions.get(a6));
-        assert_eq!(retry, f.reasoner().prompt(&[&failed], f.actions.get(a6)));
+        assert_eq!(
+            reasoner.valid_actions(&[&failed, &repeated]),
+            reasoner.valid_actions(&[])
+        );
+        let retry = reasoner.prompt(&[&failed, &repeated], f.actions.get(a5));
+        assert_eq!(retry, reasoner.prompt(&[], f.actions.get(a5)));
+
+        // A failed revision of a query that ran (with no rows) falls alone.
+        let empty = f.drafted("SELECT Name FROM singer WHERE Age > 1000");
+        assert_eq!(reasoner.valid_actions(&[&empty, &repeated]), [a6]);
+        let retry = reasoner.prompt(&[&empty, &repeated], f.actions.get(a6));
+        assert_eq!(retry, reasoner.prompt(&[&empty], f.actions.get(a6)));
 
         // A revision that runs has done its job, once.
         let fixed = f.wrote("A6", "SELECT count(*) FROM singer");
-        assert!(f.reasoner().valid_actions(&[&failed, &fixed]).is_empty());
+        assert!(reasoner.valid_actions(&[&failed, &fixed]).is_empty());
     }
 
     #[test]
