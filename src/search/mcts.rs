@@ -259,7 +259,6 @@ pub(crate) mod tests {
     use crate::db::{ExecConfig, Executor};
     use crate::llm::scripted::ScriptedModel;
     use crate::search::reasoner::QuestionContext;
-    use std::sync::atomic::Ordering;
 
     pub use crate::understand::demo::database as concert_singer;
 
@@ -388,42 +387,6 @@ pub(crate) mod tests {
         assert!((a5.value / a5.visits as f64 - 1.0 / 3.0).abs() < 1e-9);
         // UCT sent more rollouts to the better branch.
         assert!(a2.visits > a5.visits);
-    }
-
-    #[test]
-    fn a_query_whose_revision_fails_is_given_up_for_a_new_one() {
-        let actions = ActionSet::builtin()
-            .without(&["A1", "A2", "A3", "A4"].map(String::from))
-            .unwrap();
-        let queries = std::sync::atomic::AtomicUsize::new(0);
-        let model = ScriptedModel::responding(move |prompt, _| match step_of(prompt) {
-            "SQL generation" if queries.fetch_add(1, Ordering::Relaxed) > 0 => {
-                "<sql>SELECT count(*) FROM singer".into()
-            }
-            _ => "<sql>SELECT nosuch FROM singer".into(),
-        });
-        let config = MctsConfig {
-            rollouts: 1,
-            agreement_samples: 0,
-            ..MctsConfig::default()
-        };
-        let (result, _) = run(&model, &actions, &config, 0);
-        let steps: Vec<(Option<&str>, bool)> = result
-            .tree
-            .nodes()
-            .map(|(_, n)| (n.action.map(|a| actions.get(a).id.as_str()), n.terminal))
-            .collect();
-        // A5 fails, so does its revision; a new A5 runs and ends it.
-        assert_eq!(
-            steps,
-            [
-                (None, false),
-                (Some("A5"), false),
-                (Some("A6"), false),
-                (Some("A5"), true)
-            ]
-        );
-        assert_eq!(result.tree.node(3).reward, Some(1.0));
     }
 
     #[test]

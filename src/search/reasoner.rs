@@ -39,8 +39,12 @@ impl Step {
         self.output.as_ref().and_then(|o| o.sql.as_deref())
     }
 
-    fn query_failed(&self) -> bool {
-        matches!(self.execution, Some(Err(_)))
+    /// The slot this step filled, if its output was usable.
+    fn filled_slot<'a>(&self, actions: &'a ActionSet) -> Option<&'a str> {
+        let action = actions.get(self.action?);
+        let output = self.output.as_ref()?;
+        let usable = action.output != OutputKind::Sql || output.sql.is_some();
+        usable.then_some(action.writes.as_str())
     }
 }
 
@@ -54,46 +58,13 @@ pub struct Reasoner<'a> {
 impl Reasoner<'_> {
     /// Actions valid after `path` (the steps from the root, root excluded).
     pub fn valid_actions(&self, path: &[&Step]) -> Vec<usize> {
-        let (used, slots): (Vec<usize>, Vec<&str>) = self
-            .standing(path)
+        // A query-writing step that wrote no query may be tried again: it
+        // did not do its job, and without a query the trajectory cannot end.
+        let (used, slots): (Vec<usize>, Vec<&str>) = path
             .iter()
-            .map(|(index, action, _)| (*index, action.writes.as_str()))
+            .filter_map(|s| Some((s.action?, s.filled_slot(self.actions)?)))
             .unzip();
         self.actions.valid_after(&used, &slots)
-    }
-
-    /// The steps of `path` that stand, with their action's index: the
-    /// trajectory as the next step sees it. A step that did not do its job
-    /// falls, so that its action may be tried again and its answer is not
-    /// shown (shown its own failed answer, a small model tends to repeat
-    /// it): a query step that wrote no query, and a revision whose query
-    /// fails. A failed revision of a query that failed gives the query up
-    /// too, and the trajectory goes on as if neither had been written; a
-    /// resampled revision mostly returns the query it was asked to fix,
-    /// while a new query step runs more often than not. The depth limit
-    /// bounds the retries.
-    fn standing<'s>(&self, path: &[&'s Step]) -> Vec<(usize, &Action, &'s Step)> {
-        let mut standing: Vec<(usize, &Action, &Step)> = Vec::new();
-        for step in path {
-            let Some(index) = step.action else { continue };
-            let action = self.actions.get(index);
-            let wrote_query = step.output.as_ref().is_some_and(|o| o.sql.is_some());
-            if action.output == OutputKind::Sql && !wrote_query {
-                continue;
-            }
-            let revision = action.requires.contains(&action.writes);
-            if revision && step.query_failed() {
-                let revised = standing
-                    .iter()
-                    .rposition(|(_, a, _)| a.writes == action.writes);
-                if let Some(revised) = revised.filter(|&i| standing[i].2.query_failed()) {
-                    standing.remove(revised);
-                }
-                continue;
-            }
-            standing.push((index, action, step));
-        }
-        standing
     }
 
     /// Whether a trajectory ends at this step by the action's own rule.
@@ -113,12 +84,16 @@ impl Reasoner<'_> {
     /// user turn with its execution feedback and the next instruction. A
     /// child's prompt thus extends its parent's prompt and answer token for
     /// token, so a model that keeps those states computes only the new turn.
-    /// Only the steps that stand are shown.
+    /// A query step that wrote no query is left out: shown its own failed
+    /// answer, a small model tends to repeat it.
     pub fn prompt(&self, path: &[&Step], action: &Action) -> Vec<ChatMessage> {
-        let answered: Vec<(&Action, &StepOutput, &Step)> = self
-            .standing(path)
-            .into_iter()
-            .filter_map(|(_, action, step)| Some((action, step.output.as_ref()?, step)))
+        let answered: Vec<(&Action, &StepOutput, &Step)> = path
+            .iter()
+            .filter(|step| step.filled_slot(self.actions).is_some())
+            .filter_map(|step| {
+                let output = step.output.as_ref()?;
+                Some((self.actions.get(step.action?), output, *step))
+            })
             .collect();
         let first = answered.first().map_or(action, |(a, _, _)| *a);
         let hint = crate::prompts::hint_line(self.context.hint.as_deref());
@@ -394,13 +369,8 @@ mod tests {
 
         /// An A5 step that wrote `sql`, executed.
         fn drafted(&self, sql: &str) -> Step {
-            self.wrote("A5", sql)
-        }
-
-        /// A step of action `id` that wrote `sql`, executed.
-        fn wrote(&self, id: &str, sql: &str) -> Step {
             Step {
-                action: self.actions.index_of(id),
+                action: self.actions.index_of("A5"),
                 output: Some(StepOutput {
                     text: String::new(),
                     sql: Some(sql.into()),
@@ -518,32 +488,6 @@ mod tests {
         assert!(f.reasoner().valid_actions(&[&empty]).contains(&a5));
         let written = f.drafted("SELECT MAX(Age) FROM singer");
         assert!(!f.reasoner().valid_actions(&[&written]).contains(&a5));
-    }
-
-    #[test]
-    fn a_failed_revision_of_a_failed_query_gives_the_query_up() {
-        let f = Fixture::new();
-        let a5 = f.actions.index_of("A5").unwrap();
-        let a6 = f.actions.index_of("A6").unwrap();
-        let reasoner = f.reasoner();
-        let failed = f.drafted("SELECT nosuch FROM singer");
-        let repeated = f.wrote("A6", "SELECT nosuch FROM singer");
-        assert_eq!(
-            reasoner.valid_actions(&[&failed, &repeated]),
-            reasoner.valid_actions(&[])
-        );
-        let retry = reasoner.prompt(&[&failed, &repeated], f.actions.get(a5));
-        assert_eq!(retry, reasoner.prompt(&[], f.actions.get(a5)));
-
-        // A failed revision of a query that ran (with no rows) falls alone.
-        let empty = f.drafted("SELECT Name FROM singer WHERE Age > 1000");
-        assert_eq!(reasoner.valid_actions(&[&empty, &repeated]), [a6]);
-        let retry = reasoner.prompt(&[&empty, &repeated], f.actions.get(a6));
-        assert_eq!(retry, reasoner.prompt(&[&empty], f.actions.get(a6)));
-
-        // A revision that runs has done its job, once.
-        let fixed = f.wrote("A6", "SELECT count(*) FROM singer");
-        assert!(reasoner.valid_actions(&[&failed, &fixed]).is_empty());
     }
 
     #[test]
