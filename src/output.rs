@@ -3,7 +3,8 @@
 use comfy_table::Table;
 use iesr::db::QueryResult;
 use iesr::eval::bench::BenchSummary;
-use iesr::eval::report::RunRow;
+use iesr::eval::paired::RESAMPLES;
+use iesr::eval::report::{PairRow, RunRow};
 use iesr::eval::{Report, Tally};
 use iesr::llm::bench::{BackendFigures, BenchReport};
 use iesr::llm::Generation;
@@ -362,6 +363,58 @@ pub fn bench_summary_text(summary: &BenchSummary) -> String {
     out.push_str(&format!(
         "{table}\n{} questions, {:.1} generated tokens/s\n",
         c.questions, c.generated_tokens_per_second
+    ));
+    out
+}
+
+/// What `iesr report` prints: the runs, and each pair of runs compared on
+/// the questions they share.
+#[derive(serde::Serialize)]
+pub struct RunsReport {
+    pub runs: Vec<RunRow>,
+    pub pairs: Vec<PairRow>,
+}
+
+pub fn runs_report_text(report: &RunsReport) -> String {
+    let mut out = runs_text(&report.runs);
+    if report.pairs.is_empty() {
+        return out;
+    }
+    let mut table = Table::new();
+    table.set_header([
+        "A",
+        "B",
+        "questions",
+        "only A right",
+        "only B right",
+        "A - B (points)",
+        "95% interval",
+        "McNemar p",
+        "A - B, non-empty gold",
+    ]);
+    for pair in &report.pairs {
+        let d = &pair.all;
+        let nonempty = pair.nonempty.as_ref().map_or("-".to_string(), |n| {
+            format!(
+                "{:+.2} [{:+.2}, {:+.2}] of {}",
+                n.difference, n.interval.0, n.interval.1, n.questions
+            )
+        });
+        table.add_row([
+            pair.a.clone(),
+            pair.b.clone(),
+            d.questions.to_string(),
+            d.only_a.to_string(),
+            d.only_b.to_string(),
+            format!("{:+.2}", d.difference),
+            format!("[{:+.2}, {:+.2}]", d.interval.0, d.interval.1),
+            format!("{:.3}", d.p_value),
+            nonempty,
+        ]);
+    }
+    out.push_str(&format!(
+        "\nPaired on the questions both runs scored (bootstrap over questions, {} resamples):\n{table}\n",
+        RESAMPLES
     ));
     out
 }

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod dataset;
+pub mod paired;
 pub mod plot;
 pub mod predictions;
 mod progress;

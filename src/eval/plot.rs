@@ -110,6 +110,21 @@ pub fn write_plots(rows: &[RunRow], dir: &Path) -> Result<Vec<PathBuf>> {
                 },
             ),
             (
+                "ex-vs-generated-tokens",
+                Chart {
+                    title: format!("{dataset}: accuracy vs generated tokens"),
+                    x: Axis {
+                        label: "generated tokens per question (mean)",
+                        log: true,
+                    },
+                    y: Axis {
+                        label: "execution accuracy (%)",
+                        log: false,
+                    },
+                    series: series(&rows, |r| (r.generated_tokens, r.ex)),
+                },
+            ),
+            (
                 "ex-vs-seconds",
                 Chart {
                     title: format!("{dataset}: accuracy vs wall time"),
@@ -228,6 +243,7 @@ mod tests {
     fn row(series: &str, method: &str, budget: usize, ex: f64) -> RunRow {
         RunRow {
             run: format!("{series}-{budget}"),
+            dir: PathBuf::new(),
             dataset: "logiccat".into(),
             model: "m".into(),
             series: series.into(),
@@ -296,7 +312,7 @@ mod tests {
             row("iesr", "iesr", 4, 18.0),
         ];
         let written = write_plots(&rows, dir.path()).unwrap();
-        assert_eq!(written.len(), 6);
+        assert_eq!(written.len(), 8);
         for path in &written {
             let bytes = std::fs::read(path).unwrap();
             match path.extension().unwrap().to_str().unwrap() {

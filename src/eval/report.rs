@@ -3,6 +3,7 @@
 //! `iesr bench` wrote, so runs made on another machine can be reported here.
 
 use super::bench::CostSummary;
+use super::paired::{compare, Outcomes, PairedDifference};
 use crate::error::{Error, Result};
 use crate::search::Variant;
 use serde::{Deserialize, Serialize};
@@ -13,6 +14,9 @@ use std::path::{Path, PathBuf};
 pub struct RunRow {
     /// The run's folder name.
     pub run: String,
+    /// The run's folder.
+    #[serde(skip)]
+    pub dir: PathBuf,
     pub dataset: String,
     pub model: String,
     /// Method and changed settings; runs of one series differ in budget only.
@@ -92,6 +96,7 @@ pub fn load_run(dir: &Path) -> Result<RunRow> {
     let cost = summary.cost;
     Ok(RunRow {
         run,
+        dir: dir.to_path_buf(),
         dataset: summary.report.dataset.kind,
         model: summary.model,
         series: summary.variant.series(),
@@ -126,6 +131,43 @@ pub fn load_runs(dirs: &[PathBuf]) -> Result<Vec<RunRow>> {
     Ok(rows)
 }
 
+/// Two runs on the same dataset, compared question by question.
+#[derive(Debug, Clone, Serialize)]
+pub struct PairRow {
+    pub dataset: String,
+    pub a: String,
+    pub b: String,
+    /// Over questions whose gold executes, and over those with non-empty gold.
+    pub all: PairedDifference,
+    pub nonempty: Option<PairedDifference>,
+}
+
+/// Every pair of runs (in `rows` order) on one dataset that share questions.
+pub fn pairs(rows: &[RunRow]) -> Result<Vec<PairRow>> {
+    let outcomes = rows
+        .iter()
+        .map(|r| Outcomes::load(&r.dir))
+        .collect::<Result<Vec<_>>>()?;
+    let mut pairs = Vec::new();
+    for (i, a) in rows.iter().enumerate() {
+        for (j, b) in rows.iter().enumerate().skip(i + 1) {
+            if a.dataset != b.dataset {
+                continue;
+            }
+            if let Some(all) = compare(&outcomes[i], &outcomes[j], false) {
+                pairs.push(PairRow {
+                    dataset: a.dataset.clone(),
+                    a: a.run.clone(),
+                    b: b.run.clone(),
+                    all,
+                    nonempty: compare(&outcomes[i], &outcomes[j], true),
+                });
+            }
+        }
+    }
+    Ok(pairs)
+}
+
 pub fn write_csv(rows: &[RunRow], path: &Path) -> Result<()> {
     let failed =
         |e: csv::Error| Error::InvalidArgument(format!("cannot write {}: {e}", path.display()));
@@ -141,10 +183,15 @@ mod tests {
     use super::*;
 
     fn summary(variant: &str, ex: f64, answered: usize) -> String {
+        summary_with(variant, ex, answered, "[]")
+    }
+
+    /// A summary whose report lists `questions` (JSON) with their verdicts.
+    fn summary_with(variant: &str, ex: f64, answered: usize, questions: &str) -> String {
         format!(
             r#"{{"model": "m", "variant": {variant}, "seed": 0,
             "report": {{"dataset": {{"kind": "logiccat", "split": "mini500", "questions": 30}},
-                        "ex": {ex}, "ex_nonempty": 20.0}},
+                        "ex": {ex}, "ex_nonempty": 20.0, "questions": {questions}}},
             "cost": {{"questions": {answered},
                       "calls": {{"mean": 9.0, "p90": 12.0}},
                       "prompt_tokens_computed": {{"mean": 100.0, "p90": 150.0}},
@@ -194,6 +241,48 @@ mod tests {
         let csv = std::fs::read_to_string(csv_path).unwrap();
         assert!(csv.starts_with("run,dataset,model,series,method,budget,"));
         assert_eq!(csv.lines().count(), 4);
+    }
+
+    #[test]
+    fn runs_of_one_dataset_are_compared_question_by_question() {
+        let root = tempfile::tempdir().unwrap();
+        let verdicts = |right: &[&str]| {
+            let list: Vec<String> = ["q1", "q2", "q3", "q4"]
+                .iter()
+                .map(|q| {
+                    let verdict = if right.contains(q) { "correct" } else { "wrong" };
+                    format!(r#"{{"question_id": "{q}", "db_id": "d", "gold_nonempty": {}, "verdict": "{verdict}"}}"#, *q != "q4")
+                })
+                .chain([r#"{"question_id": "q5", "db_id": "d", "gold_nonempty": null, "verdict": "gold_failed", "error": "x"}"#.to_string()])
+                .collect();
+            format!("[{}]", list.join(","))
+        };
+        let sc = |n| format!(r#"{{"method": "sc", "budget": {n}, "changes": []}}"#);
+        let dirs = [
+            run_dir(
+                root.path(),
+                "sc-8",
+                &summary_with(&sc(8), 75.0, 4, &verdicts(&["q1", "q2", "q4"])),
+            ),
+            run_dir(
+                root.path(),
+                "sc-2",
+                &summary_with(&sc(2), 25.0, 4, &verdicts(&["q1"])),
+            ),
+        ];
+        let rows = load_runs(&dirs).unwrap();
+        let pairs = pairs(&rows).unwrap();
+        assert_eq!(pairs.len(), 1);
+        let pair = &pairs[0];
+        assert_eq!((pair.a.as_str(), pair.b.as_str()), ("sc-2", "sc-8"));
+        // The failed gold is left out; sc-8 alone is right on q2 and q4.
+        assert_eq!(
+            (pair.all.questions, pair.all.only_a, pair.all.only_b),
+            (4, 0, 2)
+        );
+        assert!((pair.all.difference + 50.0).abs() < 1e-9);
+        let nonempty = pair.nonempty.as_ref().unwrap();
+        assert_eq!((nonempty.questions, nonempty.only_b), (3, 1));
     }
 
     #[test]
