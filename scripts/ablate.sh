@@ -9,15 +9,16 @@
 #   e.g. scripts/ablate.sh runs/ablate-spider30 --dataset spider \
 #          --data-dir ../shared/datasets/spider \
 #          --subset ../shared/datasets/subsets/spider_dev_random100.json --limit 30
-# Env: ROLLOUTS (default 8), ABLATIONS (default: every ablation flag, as
-#      folder names below), IESR (the binary; default: a release build here).
+# Env: ROLLOUTS (default 8), ABLATIONS (default: the paper's search and every
+#      ablation flag, as folder names below), IESR (the binary; default: a
+#      release build here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: $0 OUT [bench arguments...]" >&2; exit 2; }
 out=$1
 shift
 rollouts=${ROLLOUTS:-8}
-ablations=${ABLATIONS:-full no-understanding no-verification no-compression no-embedding no-a1 no-a2 no-a3 no-a4 no-a6 no-discriminator}
+ablations=${ABLATIONS:-full paper no-understanding no-verification no-compression no-embedding no-a0 no-a1 no-a2 no-a3 no-a4 no-a6 no-discriminator}
 if [ -z "${IESR:-}" ]; then
   cargo build --release --quiet
   IESR=./target/release/iesr
@@ -27,6 +28,7 @@ mkdir -p "$out"
 for name in $ablations; do
   case $name in
     full) flags=() ;;
+    paper) flags=(--search paper) ;;
     no-a[0-9]) flags=(--disable-action "A${name#no-a}") ;;
     no-*) flags=("--$name") ;;
     *) echo "unknown ablation $name (full, no-<part> or no-a<N>)" >&2; exit 2 ;;

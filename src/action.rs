@@ -1,7 +1,8 @@
 //! Reasoning actions as data: each file in `actions/` gives an action's
 //! prompt, sampling, when it is valid, how its output is parsed and which
-//! state slot it writes. The six built-in files are compiled in; `--actions
-//! DIR` loads a folder instead, so adding or tuning an action needs no Rust.
+//! state slot it writes. The built-in files (the paper's six and the direct
+//! query) are compiled in; `--actions DIR` loads a folder instead, so adding
+//! or tuning an action needs no Rust.
 
 use crate::error::{Error, Result};
 use crate::search::extract::extract_sql;
@@ -12,7 +13,11 @@ use std::path::Path;
 /// The slot SQL-writing actions fill; trajectories end on it.
 pub const SQL_SLOT: &str = "sql";
 
-const BUILTIN: [(&str, &str); 6] = [
+const BUILTIN: [(&str, &str); 7] = [
+    (
+        "a0_direct_query.toml",
+        include_str!("../actions/a0_direct_query.toml"),
+    ),
     (
         "a1_equation_analysis.toml",
         include_str!("../actions/a1_equation_analysis.toml"),
@@ -59,6 +64,21 @@ pub enum TerminalRule {
     Executes,
     /// The query runs and returns at least one row.
     Rows,
+    /// The query runs and returns a row with at least one non-NULL value.
+    Plausible,
+}
+
+/// What a step's prompt is built on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Frame {
+    /// The reasoning chat: schema as stage 1 left it, its notes, and every
+    /// earlier step as a turn.
+    #[default]
+    Reasoning,
+    /// The prompt of greedy and sc (the whole schema and the question), so
+    /// the step is one of their samples. Such an action opens a trajectory.
+    Direct,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -91,6 +111,16 @@ pub struct Action {
     /// For SQL actions: when the trajectory may end here.
     #[serde(default)]
     pub terminal: Option<TerminalRule>,
+    #[serde(default)]
+    pub frame: Frame,
+    /// May be taken again at the same node, each time as a new child (a new
+    /// sample of the same prompt).
+    #[serde(default)]
+    pub repeat: bool,
+    /// Samples drawn per call of a repeated action; later expansions take
+    /// the ones already drawn.
+    #[serde(default = "default_batch")]
+    pub batch: usize,
     /// Relative probability of this action in simulation.
     #[serde(default = "default_weight")]
     pub rollout_weight: f64,
@@ -105,6 +135,10 @@ fn default_once() -> bool {
 
 fn default_weight() -> f64 {
     1.0
+}
+
+fn default_batch() -> usize {
+    1
 }
 
 /// What one application of an action produced.
@@ -125,7 +159,9 @@ impl Action {
     /// Whether the action may follow a trajectory that has filled `slots`
     /// and used `used` actions.
     pub fn valid_after(&self, index: usize, used: &[usize], slots: &[&str]) -> bool {
-        (!self.once || !used.contains(&index))
+        let opens = self.frame == Frame::Direct;
+        (!opens || used.is_empty())
+            && (!self.once || !used.contains(&index))
             && self.requires.iter().all(|s| slots.contains(&s.as_str()))
             && !self.forbids.iter().any(|s| slots.contains(&s.as_str()))
     }
@@ -171,6 +207,10 @@ impl Action {
             Some("rollout_weight must be zero or more".to_string())
         } else if self.id.trim().is_empty() {
             Some("the id is empty".to_string())
+        } else if self.batch == 0 {
+            Some("batch must be at least 1".to_string())
+        } else if self.frame == Frame::Direct && self.output != OutputKind::Sql {
+            Some("a direct-frame action must write a query".to_string())
         } else {
             None
         };
@@ -264,6 +304,17 @@ impl ActionSet {
         })
     }
 
+    /// The set without its direct-frame actions: the paper's search.
+    pub fn without_direct(&self) -> Result<Self> {
+        let direct: Vec<String> = self
+            .actions
+            .iter()
+            .filter(|a| a.frame == Frame::Direct)
+            .map(|a| a.id.clone())
+            .collect();
+        self.without(&direct)
+    }
+
     pub fn get(&self, index: usize) -> &Action {
         &self.actions[index]
     }
@@ -311,43 +362,52 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_six_builtin_actions_load_with_their_rules() {
+    fn the_builtin_actions_load_with_their_rules() {
         let set = ActionSet::builtin();
         let ids: Vec<&str> = set.iter().map(|a| a.id.as_str()).collect();
-        assert_eq!(ids, ["A1", "A2", "A3", "A4", "A5", "A6"]);
+        assert_eq!(ids, ["A0", "A1", "A2", "A3", "A4", "A5", "A6"]);
         // At the root every action but the revision is valid.
-        assert_eq!(set.valid_after(&[], &[]), vec![0, 1, 2, 3, 4]);
+        assert_eq!(set.valid_after(&[], &[]), vec![0, 1, 2, 3, 4, 5]);
         // After a draft query only the revision is.
-        assert_eq!(set.valid_after(&[0, 4], &["formulas", "sql"]), vec![5]);
+        assert_eq!(set.valid_after(&[1, 5], &["formulas", "sql"]), vec![6]);
+        // The direct query opens a trajectory or not at all.
+        assert_eq!(set.valid_after(&[1], &["formulas"]), vec![2, 3, 4, 5]);
+        assert_eq!(set.valid_after(&[0], &["sql"]), vec![6]);
         // And each at most once per trajectory.
-        assert!(set.valid_after(&[4, 5], &["sql"]).is_empty());
+        assert!(set.valid_after(&[5, 6], &["sql"]).is_empty());
+        let direct = set.get(0);
+        assert!(direct.repeat && direct.batch > 1);
+        assert_eq!(direct.terminal, Some(TerminalRule::Plausible));
     }
 
     #[test]
     fn outputs_are_parsed_by_kind() {
         let set = ActionSet::builtin();
-        let selection = set.get(1).parse("Need singer.\n{'tables': ['singer']}");
+        let action = |id: &str| set.get(set.index_of(id).unwrap());
+        let selection = action("A2").parse("Need singer.\n{'tables': ['singer']}");
         assert_eq!(selection.text, "Need singer.\n{'tables': ['singer']}");
         assert_eq!(selection.parse_error, None);
-        let broken = set.get(1).parse("just singer");
+        let broken = action("A2").parse("just singer");
         assert_eq!(broken.text, "just singer");
         assert!(broken.parse_error.is_some());
-        let sql = set
-            .get(4)
-            .parse("1. count\n<sql>SELECT count(*) FROM singer");
+        let sql = action("A5").parse("1. count\n<sql>SELECT count(*) FROM singer");
         assert_eq!(sql.sql.as_deref(), Some("SELECT count(*) FROM singer"));
-        assert!(set.get(4).parse("no idea").parse_error.is_some());
+        assert!(action("A5").parse("no idea").parse_error.is_some());
     }
 
     #[test]
     fn disabling_actions_and_its_limits() {
         let set = ActionSet::builtin();
         let fewer = set.without(&["a1".into(), "A6".into()]).unwrap();
-        assert_eq!(fewer.len(), 4);
-        assert_eq!(fewer.index_of("A5"), Some(3));
+        assert_eq!(fewer.len(), 5);
+        assert_eq!(fewer.index_of("A5"), Some(4));
         let err = set.without(&["A9".into()]).unwrap_err().to_string();
         assert!(err.contains("unknown action `A9`"), "{err}");
-        let err = set.without(&["A5".into()]).unwrap_err().to_string();
+        assert_eq!(set.without_direct().unwrap().len(), 6);
+        let err = set
+            .without(&["A0".into(), "A5".into()])
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("no action would be left to write SQL"),
             "{err}"
@@ -357,7 +417,7 @@ mod tests {
     #[test]
     fn a_folder_of_action_files_replaces_the_builtins() {
         let dir = tempfile::tempdir().unwrap();
-        for (name, text) in BUILTIN.iter().skip(4) {
+        for (name, text) in BUILTIN.iter().skip(5) {
             std::fs::write(dir.path().join(name), text).unwrap();
         }
         let seventh = "id = \"A7\"\nname = \"aggregation_check\"\noutput = \"text\"\nwrites = \"aggregations\"\nforbids = [\"sql\"]\nprompt = \"Step: say which aggregations the question needs.\"\n[sampling]\ntemperature = 0.5\nmax_tokens = 64\n";

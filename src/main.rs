@@ -270,12 +270,23 @@ struct MethodArgs {
 /// Settings and ablations of --method iesr.
 #[derive(clap::Args)]
 struct TreeSearchArgs {
+    /// Which tree search: `guided` (direct samples at the root, rollouts
+    /// sent where they disagree) or `paper` (the published method).
+    #[arg(long, value_enum, default_value_t = DesignArg::Guided)]
+    search: DesignArg,
+    /// Guided search: the value of an action not yet taken [default: 0.3].
+    #[arg(long)]
+    first_play: Option<f64>,
+    /// Guided search: stop once this share of the direct samples drawn
+    /// agree on a result with a value (above 1: never).
+    #[arg(long, default_value_t = 0.75)]
+    settle: f64,
     /// Rollouts of the tree search [default: 8 on CPU, 32 on a GPU or a server].
     #[arg(long)]
     rollouts: Option<usize>,
-    /// UCT exploration constant c.
-    #[arg(long, default_value_t = 1.4)]
-    exploration: f64,
+    /// UCT exploration constant c [default: 0.5 guided, 1.4 paper].
+    #[arg(long)]
+    exploration: Option<f64>,
     /// K: samples drawn at a terminal node for the execution-agreement reward.
     #[arg(long, default_value_t = 3)]
     agreement_samples: usize,
@@ -300,7 +311,7 @@ struct TreeSearchArgs {
     /// Link schema without the sentence-embedding ranking of columns.
     #[arg(long)]
     no_embedding: bool,
-    /// Leave an action out of the search (repeatable; A1-A4 or A6).
+    /// Leave an action out of the search (repeatable; A0-A4 or A6).
     #[arg(long, value_name = "ACTION")]
     disable_action: Vec<String>,
     /// Skip stage 3's discriminator check.
@@ -318,6 +329,12 @@ struct TreeSearchArgs {
         default_value = "0.4,0.2,0.4"
     )]
     weights: Vec<f64>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum DesignArg {
+    Guided,
+    Paper,
 }
 
 impl MethodArgs {
@@ -374,13 +391,20 @@ impl TreeSearchArgs {
             embedding: !self.no_embedding,
             ..UnderstandConfig::default()
         });
+        let (mcts, actions) = match self.search {
+            DesignArg::Guided => (MctsConfig::default(), actions),
+            DesignArg::Paper => (MctsConfig::paper(), actions.without_direct()?),
+        };
         Ok(IesrConfig {
             understand,
             mcts: MctsConfig {
+                first_play: self.first_play.unwrap_or(mcts.first_play),
+                settle: self.settle,
                 rollouts,
-                exploration: self.exploration,
+                exploration: self.exploration.unwrap_or(mcts.exploration),
                 agreement_samples: self.agreement_samples,
                 max_depth: self.max_depth,
+                ..mcts
             },
             select: SelectConfig {
                 weights: Weights { exec, disc, vote },
@@ -667,7 +691,9 @@ fn report(runs: &[PathBuf], out: Option<&Path>, json: bool) -> Result<()> {
         let plots = iesr::eval::plot::write_plots(&rows, dir)?;
         eprintln!("wrote {} and {} plots", csv.display(), plots.len());
     }
-    output::print(json, &rows, |rows: &Vec<_>| output::runs_text(rows))
+    let pairs = iesr::eval::report::pairs(&rows)?;
+    let report = output::RunsReport { runs: rows, pairs };
+    output::print(json, &report, output::runs_report_text)
 }
 
 fn run(command: Command) -> Result<()> {

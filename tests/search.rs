@@ -90,7 +90,7 @@ fn search_on_a_missing_database_is_one_line() {
 }
 
 #[test]
-fn tree_search_with_two_rollouts_answers_and_traces_all_three_stages() {
+fn paper_tree_search_with_two_rollouts_answers_and_traces_all_three_stages() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("trace.json");
     let db = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -104,6 +104,8 @@ fn tree_search_with_two_rollouts_answers_and_traces_all_three_stages() {
             "iesr",
             "--rollouts",
             "2",
+            "--search",
+            "paper",
             "--explain",
             "--model",
         ])
@@ -153,4 +155,51 @@ fn tree_search_with_two_rollouts_answers_and_traces_all_three_stages() {
     assert_eq!(candidate["execution"]["status"], "ok", "{candidate}");
     // The linking index went to the cache folder, not beside the database.
     assert!(dir.path().join("index").read_dir().unwrap().count() == 1);
+}
+
+#[test]
+fn guided_search_starts_from_direct_samples_and_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.json");
+    let db = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/datasets/spider/database/concert_singer/concert_singer.sqlite");
+    let output = Command::cargo_bin("iesr")
+        .unwrap()
+        .env("IESR_HOME", dir.path())
+        .args(["search", "--method", "iesr", "--rollouts", "4", "--model"])
+        .arg(model_path())
+        .arg("--db")
+        .arg(db)
+        .arg("--trace")
+        .arg(&trace)
+        .arg("How many singers do we have?")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(trace).unwrap()).unwrap();
+    let stages: Vec<&str> = trace["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["stage"].as_str().unwrap())
+        .collect();
+    assert!(stages.contains(&"search A0 samples 0-3"), "{stages:?}");
+    let tree = trace["tree"].as_array().unwrap();
+    assert!(tree.iter().any(|n| n["action"] == "A0"));
+    // The answer counts the six singers.
+    let answer = trace["answer"].as_str().expect("an answer");
+    let candidate = trace["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["sql"] == answer)
+        .unwrap();
+    assert_eq!(candidate["execution"]["status"], "ok", "{candidate}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(stdout.contains("| 6 "), "{stdout}");
 }

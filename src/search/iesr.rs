@@ -27,8 +27,34 @@ impl Engine {
     ) -> Result<Answer> {
         let config = &self.config.iesr;
         let seed = self.config.seed;
+        let plain = QuestionContext {
+            schema: self.schema_text.clone(),
+            plain_schema: self.schema_text.clone(),
+            question: question.to_string(),
+            hint: hint.map(String::from),
+            understanding: String::new(),
+            names: Arc::clone(&self.names),
+        };
+        // The guided search first draws a batch of direct samples, which
+        // need no understanding; when they settle on one answer, stage 1 is
+        // not run at all.
+        let (samples, sample_calls) = Search {
+            reasoner: Reasoner {
+                actions: &config.actions,
+                executor: &self.executor,
+                context: &plain,
+            },
+            model: self.model.as_ref(),
+            config: &config.mcts,
+            seed,
+        }
+        .first_samples()?;
+        let understand = config
+            .understand
+            .as_ref()
+            .filter(|_| !samples.settled(&config.mcts));
 
-        let (schema, notes) = match &config.understand {
+        let context = match understand {
             Some(understand_config) => {
                 let index = self.value_index()?;
                 let embeddings = if understand_config.embedding {
@@ -51,17 +77,13 @@ impl Engine {
                 trace.cost.add(&call.usage);
                 trace.calls.push(call);
                 trace.understanding = Some(record);
-                (found.schema_text, found.notes)
+                QuestionContext {
+                    schema: found.schema_text,
+                    understanding: found.notes,
+                    ..plain
+                }
             }
-            None => (self.schema_text.clone(), String::new()),
-        };
-
-        let context = QuestionContext {
-            schema,
-            question: question.to_string(),
-            hint: hint.map(String::from),
-            understanding: notes,
-            names: Arc::clone(&self.names),
+            None => plain,
         };
         let reasoner = Reasoner {
             actions: &config.actions,
@@ -74,7 +96,7 @@ impl Engine {
             config: &config.mcts,
             seed,
         };
-        let result = search.run(on_rollout)?;
+        let result = search.run_from(samples, sample_calls, on_rollout)?;
         for call in result.calls {
             trace.cost.add(&call.usage);
             trace.calls.push(call);
@@ -86,6 +108,7 @@ impl Engine {
             &reasoner,
             discriminator.as_ref(),
             &config.select,
+            config.mcts.design,
             seed ^ SELECT_SEED_MIX,
         )?;
         for call in selection.calls {
@@ -96,7 +119,7 @@ impl Engine {
         trace.tree = tree_records(&result.tree, &config.actions);
         let tree = &result.tree;
         let outcome_of = |node: usize| {
-            Search::query_source(tree, node)
+            Search::query_source(tree, node, config.mcts.design)
                 .and_then(|s| tree.node(s).payload.step.execution.clone())
         };
         for candidate in &selection.candidates {
@@ -227,11 +250,15 @@ mod tests {
         Engine::new(Arc::new(model), &concert_singer(), config).unwrap()
     }
 
+    /// The published search (the guided one has tests of its own).
     fn config(index_dir: &std::path::Path) -> IesrConfig {
+        let defaults = IesrConfig::default();
         let mut config = IesrConfig {
             index_dir: index_dir.to_path_buf(),
-            ..IesrConfig::default()
+            actions: defaults.actions.without_direct().unwrap(),
+            ..defaults
         };
+        config.mcts = crate::search::mcts::MctsConfig::paper();
         // The sentence encoder is a real model: its test is in tests/.
         config.understand.as_mut().unwrap().embedding = false;
         config
@@ -330,6 +357,88 @@ mod tests {
         let last = answer.trace.calls.last().unwrap();
         assert_eq!(last.stage, "sql_generation");
         assert_eq!(answer.trace.cost.calls, answer.trace.calls.len());
+    }
+
+    /// The guided search, with stage 1 as in [`config`].
+    fn guided(index_dir: &std::path::Path) -> IesrConfig {
+        let mut config = IesrConfig {
+            index_dir: index_dir.to_path_buf(),
+            ..IesrConfig::default()
+        };
+        config.understand.as_mut().unwrap().embedding = false;
+        config
+    }
+
+    /// Direct samples (greedy's prompt) answer with `direct(row)`; the
+    /// reasoning steps as [`model`] does.
+    fn with_direct(direct: fn(usize) -> &'static str) -> ScriptedModel {
+        let reasoning = model();
+        ScriptedModel::responding(move |prompt, i| {
+            if prompt.contains("Step: ") {
+                let messages = vec![crate::llm::ChatMessage::new("user", prompt)];
+                let sampling = crate::llm::Sampling::default();
+                let reply = crate::llm::LanguageModel::generate(
+                    &reasoning,
+                    &crate::llm::Prompt::Chat(messages),
+                    &sampling,
+                );
+                reply.unwrap().completions[0].text.clone()
+            } else {
+                format!("```sql\n{}\n```", direct(i))
+            }
+        })
+    }
+
+    #[test]
+    fn settled_direct_samples_answer_without_stage_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = with_direct(|_| "SELECT count(*) FROM singer");
+        let answer = engine(model, guided(dir.path()))
+            .answer("How many singers do we have?", None)
+            .unwrap();
+        assert_eq!(answer.result.unwrap().rows[0][0].to_string(), "6");
+        let trace = &answer.trace;
+        assert!(trace.understanding.is_none());
+        assert!(trace
+            .calls
+            .iter()
+            .all(|c| !c.stage.starts_with("understanding")));
+        assert!(trace
+            .tree
+            .iter()
+            .skip(1)
+            .all(|n| n.action.as_deref() == Some("A0")));
+        // The direct samples' prompt is greedy's and sc's.
+        let greedy = Engine::new(
+            Arc::new(ScriptedModel::new(["SELECT 1"])),
+            &concert_singer(),
+            SearchConfig::default(),
+        )
+        .unwrap()
+        .answer("How many singers do we have?", None)
+        .unwrap();
+        assert_eq!(trace.calls[0].prompt, greedy.trace.calls[0].prompt);
+    }
+
+    #[test]
+    fn disagreeing_direct_samples_bring_in_stage_one_and_the_reasoning_actions() {
+        let dir = tempfile::tempdir().unwrap();
+        // Four different answers: no two samples agree.
+        let model = with_direct(|i| match i % 4 {
+            0 => "SELECT count(*) FROM singer WHERE Country = 'France'",
+            1 => "SELECT count(*) + 1 FROM singer",
+            2 => "SELECT max(Age) FROM singer",
+            _ => "SELECT min(Age) FROM singer",
+        });
+        let answer = engine(model, guided(dir.path()))
+            .answer("How many singers do we have?", None)
+            .unwrap();
+        let trace = &answer.trace;
+        assert!(trace.understanding.is_some());
+        assert!(trace.tree.iter().any(|n| n.action.as_deref() == Some("A5")));
+        // No two samples agree; A5 without the schema selection counts the
+        // French singers as sample 0 did: the one answer two routes share wins.
+        assert_eq!(answer.result.unwrap().rows[0][0].to_string(), "4");
     }
 
     #[test]

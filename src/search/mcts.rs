@@ -1,10 +1,22 @@
 //! Stage 2: Monte Carlo tree search over reasoning actions. Each rollout
-//! selects by UCT, expands one untried valid action, simulates to a terminal
-//! node (or the depth limit), rewards it by execution agreement and
+//! selects by UCT, expands one valid action, simulates to a terminal node
+//! (or the depth limit), rewards it by execution agreement and
 //! backpropagates. Every model call is recorded.
+//!
+//! Two designs share this loop. `paper` is the published method: every
+//! untried action is tried before any is repeated, and a terminal node's
+//! reward draws K more queries from its prompt. `guided` (the default) also
+//! offers, at the root, the direct query of greedy and sc as an action that
+//! can be taken again and again (its samples drawn a batch at a time), so
+//! the search holds what sampling would have drawn; untried actions start
+//! from a first-play value and actions share their statistics across the
+//! tree, so rollouts go to the reasoning actions only while the direct
+//! samples disagree; the reward is agreement with the direct samples (no
+//! extra calls); a revision is offered only when execution showed trouble,
+//! and a revision that fails leaves its trajectory the query before it.
 
 use super::reasoner::{Reasoner, Step};
-use super::tree::{NodeId, Tree};
+use super::tree::{Guidance, NodeId, Selected, Tree};
 use crate::error::Result;
 use crate::llm::LanguageModel;
 use crate::trace::CallRecord;
@@ -12,8 +24,18 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
+/// Which search runs (see the module documentation).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Design {
+    #[default]
+    Guided,
+    Paper,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct MctsConfig {
+    pub design: Design,
     pub rollouts: usize,
     /// UCT exploration constant c.
     pub exploration: f64,
@@ -21,15 +43,38 @@ pub struct MctsConfig {
     pub agreement_samples: usize,
     /// Steps after which a trajectory ends regardless.
     pub max_depth: usize,
+    /// Guided design: the value of an action not yet taken anywhere.
+    pub first_play: f64,
+    /// Guided design: the search stops early once this share of the drawn
+    /// direct samples (at least one batch) agree on a result with a value;
+    /// above 1, never.
+    pub settle: f64,
 }
 
 impl Default for MctsConfig {
+    /// The guided search. Its exploration is lower than the paper's: a
+    /// reasoning rollout costs about ten direct samples, so it should be
+    /// taken when the samples disagree, not merely because it is untried.
     fn default() -> Self {
         MctsConfig {
+            design: Design::Guided,
             rollouts: 8,
-            exploration: 1.4,
+            exploration: 0.5,
             agreement_samples: 3,
             max_depth: 8,
+            first_play: 0.3,
+            settle: 0.75,
+        }
+    }
+}
+
+impl MctsConfig {
+    /// The published search with its published settings (c = 1.4).
+    pub fn paper() -> Self {
+        MctsConfig {
+            design: Design::Paper,
+            exploration: 1.4,
+            ..MctsConfig::default()
         }
     }
 }
@@ -41,6 +86,8 @@ pub struct NodeState {
     pub step: Step,
     /// Queries drawn for the reward and whether each agreed.
     pub reward_samples: Vec<(Option<String>, bool)>,
+    /// For a direct sample: its place among the drawn samples.
+    pub sample: Option<usize>,
 }
 
 /// Reported after every rollout.
@@ -67,30 +114,106 @@ pub struct SearchResult {
     pub rollouts_run: usize,
 }
 
+/// The direct samples drawn so far (guided design): tree children are
+/// taken from them in order, and every reward compares with them.
+#[derive(Default)]
+pub struct Samples {
+    drawn: Vec<Step>,
+    /// How many have become tree nodes.
+    used: usize,
+}
+
+impl Samples {
+    /// The share of the drawn samples in the largest group of equal
+    /// results that hold a value.
+    fn top_share(&self) -> f64 {
+        if self.drawn.is_empty() {
+            return 0.0;
+        }
+        let mut groups: std::collections::HashMap<u128, usize> = Default::default();
+        for step in &self.drawn {
+            if let Some(Ok(result)) = &step.execution {
+                if result.digest.has_non_null() {
+                    *groups.entry(result.digest.set_key()).or_default() += 1;
+                }
+            }
+        }
+        let top = groups.values().copied().max().unwrap_or(0);
+        top as f64 / self.drawn.len() as f64
+    }
+
+    /// Whether the drawn samples agree enough to stop searching.
+    pub fn settled(&self, config: &MctsConfig) -> bool {
+        config.design == Design::Guided && self.top_share() >= config.settle
+    }
+}
+
 impl Search<'_> {
     pub fn run(&self, on_rollout: &mut dyn FnMut(RolloutProgress)) -> Result<SearchResult> {
-        let mut tree = Tree::new(NodeState::default(), self.reasoner.valid_actions(&[]));
+        self.run_from(Samples::default(), Vec::new(), on_rollout)
+    }
+
+    /// The first batch of direct samples (none without a repeatable action
+    /// or in the paper's design), and the calls that drew it.
+    pub fn first_samples(&self) -> Result<(Samples, Vec<CallRecord>)> {
+        let mut samples = Samples::default();
         let mut calls = Vec::new();
+        if let Some(direct) = self.direct_action() {
+            self.draw_samples(direct, &mut samples, &mut calls)?;
+        }
+        Ok((samples, calls))
+    }
+
+    /// The repeatable action whose samples the guided search draws.
+    fn direct_action(&self) -> Option<usize> {
+        let actions = self.reasoner.actions;
+        (0..actions.len()).find(|&a| actions.get(a).repeat && self.config.design == Design::Guided)
+    }
+
+    /// The search, continuing from samples (and their calls) drawn before.
+    pub fn run_from(
+        &self,
+        mut samples: Samples,
+        mut calls: Vec<CallRecord>,
+        on_rollout: &mut dyn FnMut(RolloutProgress),
+    ) -> Result<SearchResult> {
+        let repeatable = (0..self.reasoner.actions.len())
+            .filter(|&a| self.reasoner.actions.get(a).repeat)
+            .collect();
+        let mut tree = Tree::new(NodeState::default(), self.reasoner.valid_actions(&[]))
+            .with_repeatable(repeatable);
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        let guidance = Guidance {
+            exploration: self.config.exploration,
+            first_play: self.config.first_play,
+        };
         let mut best_reward = 0.0f64;
         let mut rollouts_run = 0;
         for done in 1..=self.config.rollouts {
             if tree.exhausted(Tree::<NodeState>::ROOT) {
                 break;
             }
-            let mut node = tree.select(self.config.exploration);
-            if !tree.node(node).terminal {
-                // Expansion: one untried valid action, chosen uniformly.
-                let untried = &tree.node(node).untried;
-                let action = untried[rng.random_range(0..untried.len())];
-                node = self.expand(&mut tree, node, action, &mut calls)?;
+            let selected = match self.config.design {
+                Design::Guided => tree.select_guided(&guidance),
+                Design::Paper => {
+                    // Expansion: one untried valid action, chosen uniformly.
+                    let node = tree.select(self.config.exploration);
+                    let untried = &tree.node(node).untried;
+                    let expand = (!tree.node(node).terminal)
+                        .then(|| untried[rng.random_range(0..untried.len())]);
+                    Selected { node, expand }
+                }
+            };
+            let mut node = selected.node;
+            if let Some(action) = selected.expand {
+                node = self.expand(&mut tree, node, action, &mut samples, &mut calls)?;
                 // Simulation: weighted by each action's rollout weight.
                 while !tree.node(node).terminal {
                     let action = self.simulation_action(&tree, node, &mut rng);
-                    node = self.expand(&mut tree, node, action, &mut calls)?;
+                    node = self.expand(&mut tree, node, action, &mut samples, &mut calls)?;
                 }
             }
-            let reward = self.reward(&mut tree, node, &mut calls)?;
+            let reward = self.reward(&mut tree, node, &mut samples, &mut calls)?;
             tree.backpropagate(node, reward);
             best_reward = best_reward.max(reward);
             rollouts_run = done;
@@ -101,6 +224,11 @@ impl Search<'_> {
                 best_reward,
                 calls: calls.len(),
             });
+            // Once the drawn samples settle on one answer, more rollouts
+            // would cost calls without changing it.
+            if samples.used >= samples.drawn.len() && samples.settled(self.config) {
+                break;
+            }
         }
         Ok(SearchResult {
             tree,
@@ -142,25 +270,39 @@ impl Search<'_> {
             .collect()
     }
 
-    /// Applies `action` at `parent` and adds the child to the tree.
+    /// Applies `action` at `parent` and adds the child to the tree. A
+    /// repeatable action's child is its next drawn sample.
     fn expand(
         &self,
         tree: &mut Tree<NodeState>,
         parent: NodeId,
         action: usize,
+        samples: &mut Samples,
         calls: &mut Vec<CallRecord>,
     ) -> Result<NodeId> {
         let id = tree.len();
+        let (step, sample) = if self.reasoner.actions.get(action).repeat {
+            if samples.used == samples.drawn.len() {
+                self.draw_samples(action, samples, calls)?;
+            }
+            samples.used += 1;
+            (
+                samples.drawn[samples.used - 1].clone(),
+                Some(samples.used - 1),
+            )
+        } else {
+            let path = Self::path_steps(tree, parent);
+            let sampling = self
+                .reasoner
+                .sampling(action, 1, node_seed(self.seed, id, 0));
+            let stage = format!("search {} node {id}", self.reasoner.actions.get(action).id);
+            let (mut steps, records) = self
+                .reasoner
+                .apply(self.model, &path, action, &sampling, stage)?;
+            calls.extend(records);
+            (steps.swap_remove(0), None)
+        };
         let path = Self::path_steps(tree, parent);
-        let sampling = self
-            .reasoner
-            .sampling(action, 1, node_seed(self.seed, id, 0));
-        let stage = format!("search {} node {id}", self.reasoner.actions.get(action).id);
-        let (mut steps, records) = self
-            .reasoner
-            .apply(self.model, &path, action, &sampling, stage)?;
-        calls.extend(records);
-        let step = steps.swap_remove(0);
         let mut child_path = path;
         child_path.push(&step);
         let untried = self.reasoner.valid_actions(&child_path);
@@ -172,39 +314,99 @@ impl Search<'_> {
             NodeState {
                 step,
                 reward_samples: Vec::new(),
+                sample,
             },
             untried,
             terminal,
         ))
     }
 
-    /// The node whose step wrote the query a trajectory holds at `node`.
-    pub fn query_source(tree: &Tree<NodeState>, node: NodeId) -> Option<NodeId> {
-        tree.path(node)
-            .into_iter()
-            .rev()
-            .find(|&id| tree.node(id).payload.step.sql().is_some())
+    /// One call of the repeatable `action` at the root: its batch of samples.
+    fn draw_samples(
+        &self,
+        action: usize,
+        samples: &mut Samples,
+        calls: &mut Vec<CallRecord>,
+    ) -> Result<()> {
+        let spec = self.reasoner.actions.get(action);
+        let first = samples.drawn.len();
+        let sampling = self
+            .reasoner
+            .sampling(action, spec.batch, node_seed(self.seed, first, 3));
+        let stage = format!(
+            "search {} samples {}-{}",
+            spec.id,
+            first,
+            first + spec.batch - 1
+        );
+        let (steps, records) = self
+            .reasoner
+            .apply(self.model, &[], action, &sampling, stage)?;
+        calls.extend(records);
+        samples.drawn.extend(steps);
+        Ok(())
+    }
+
+    /// The node whose step wrote the query a trajectory holds at `node`:
+    /// the latest query; in the guided design the latest that ran, so a
+    /// revision that failed leaves the trajectory the query before it.
+    pub fn query_source(tree: &Tree<NodeState>, node: NodeId, design: Design) -> Option<NodeId> {
+        let path = tree.path(node);
+        let wrote = |id: &&NodeId| tree.node(**id).payload.step.sql().is_some();
+        let ran = |id: &&NodeId| matches!(tree.node(**id).payload.step.execution, Some(Ok(_)));
+        let running = match design {
+            Design::Guided => path.iter().rev().find(ran),
+            Design::Paper => None,
+        };
+        running.or_else(|| path.iter().rev().find(wrote)).copied()
     }
 
     /// Execution agreement: 0 when the trajectory's query is missing or
-    /// fails; otherwise the share of K more samples, drawn in one batch from
-    /// the prompt that wrote the query, whose result equals its result.
+    /// fails; otherwise, with direct samples in the action set (guided
+    /// design), the share of the other drawn samples whose result equals its
+    /// result, and 0 when that result has no row with a value (agreeing on
+    /// nothing is weak evidence, and such a result is what revisions are
+    /// for); else the share of K more samples, drawn in one batch from the
+    /// prompt that wrote the query.
     fn reward(
         &self,
         tree: &mut Tree<NodeState>,
         node: NodeId,
+        samples: &mut Samples,
         calls: &mut Vec<CallRecord>,
     ) -> Result<f64> {
         if let Some(reward) = tree.node(node).reward {
             return Ok(reward);
         }
-        let source = Self::query_source(tree, node);
-        let key = source
+        let source = Self::query_source(tree, node, self.config.design);
+        let result = source
             .and_then(|s| tree.node(s).payload.step.execution.clone())
-            .and_then(|outcome| outcome.ok())
-            .map(|result| result.digest.set_key());
+            .and_then(|outcome| outcome.ok());
+        let key = result.as_ref().map(|r| r.digest.set_key());
         let k = self.config.agreement_samples;
+        let direct = self.direct_action();
         let (reward, samples) = match (source, key) {
+            (Some(source), Some(key)) if direct.is_some() => {
+                if samples.drawn.len() < 2 {
+                    self.draw_samples(direct.expect("checked"), samples, calls)?;
+                }
+                let own = tree.node(source).payload.sample;
+                let others: Vec<(Option<String>, bool)> = samples
+                    .drawn
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| Some(*i) != own)
+                    .map(|(_, s)| {
+                        let agrees =
+                            matches!(&s.execution, Some(Ok(r)) if r.digest.set_key() == key);
+                        (s.sql().map(String::from), agrees)
+                    })
+                    .collect();
+                let agreeing = others.iter().filter(|(_, a)| *a).count();
+                let plausible = result.as_ref().is_some_and(|r| r.digest.has_non_null());
+                let share = agreeing as f64 / others.len().max(1) as f64;
+                (if plausible { share } else { 0.0 }, others)
+            }
             (Some(source), Some(key)) if k > 0 => {
                 let step = &tree.node(source).payload.step;
                 let action = step.action.expect("a query comes from an action");
@@ -271,6 +473,7 @@ pub(crate) mod tests {
     fn context() -> QuestionContext {
         QuestionContext {
             schema: "CREATE TABLE singer (Singer_ID int, Age int);".into(),
+            plain_schema: "CREATE TABLE singer (Singer_ID int, Age int);".into(),
             question: "How many singers do we have?".into(),
             hint: None,
             understanding: String::new(),
@@ -301,10 +504,14 @@ pub(crate) mod tests {
         (result, progress)
     }
 
+    fn paper() -> MctsConfig {
+        MctsConfig::paper()
+    }
+
     #[test]
     fn the_reward_is_the_share_of_k_samples_that_agree_by_execution() {
         let actions = ActionSet::builtin()
-            .without(&["A1", "A2", "A3", "A4", "A6"].map(String::from))
+            .without(&["A0", "A1", "A2", "A3", "A4", "A6"].map(String::from))
             .unwrap();
         let model = ScriptedModel::responding(|prompt, i| match i {
             // The third sample's answer, continued from an opened query tag.
@@ -313,7 +520,7 @@ pub(crate) mod tests {
             1 => "<sql>SELECT count(*) + 1 FROM singer".into(),
             _ => "I do not know".into(),
         });
-        let config = MctsConfig::default();
+        let config = paper();
         let (result, progress) = run(&model, &actions, &config, 0);
         // One action, one terminal child: the root is exhausted after one rollout.
         assert_eq!(result.rollouts_run, 1);
@@ -348,11 +555,11 @@ pub(crate) mod tests {
     #[test]
     fn search_statistics_follow_the_rewards_and_favour_the_better_branch() {
         let actions = ActionSet::builtin()
-            .without(&["A3", "A4"].map(String::from))
+            .without(&["A0", "A3", "A4"].map(String::from))
             .unwrap();
         let config = MctsConfig {
             rollouts: 12,
-            ..MctsConfig::default()
+            ..paper()
         };
         let (result, progress) = run(&schema_selection_helps(), &actions, &config, 0);
         let tree = &result.tree;
@@ -387,6 +594,111 @@ pub(crate) mod tests {
         assert!((a5.value / a5.visits as f64 - 1.0 / 3.0).abs() < 1e-9);
         // UCT sent more rollouts to the better branch.
         assert!(a2.visits > a5.visits);
+    }
+
+    /// The direct prompt (greedy's and sc's) has no step instruction.
+    fn is_direct(prompt: &str) -> bool {
+        !prompt.contains("Step: ")
+    }
+
+    #[test]
+    fn the_guided_search_takes_direct_samples_and_rewards_their_agreement() {
+        // Samples 0-2 count the singers; sample 3 counts one too many.
+        let model = ScriptedModel::responding(|prompt, i| match i {
+            _ if !is_direct(prompt) => "none".into(),
+            3 => "```sql\nSELECT count(*) + 1 FROM singer\n```".into(),
+            _ => "```sql\nSELECT count(*) FROM singer\n```".into(),
+        });
+        let config = MctsConfig {
+            rollouts: 3,
+            ..MctsConfig::default()
+        };
+        let (result, _) = run(&model, &ActionSet::builtin(), &config, 0);
+        let tree = &result.tree;
+        let direct = ActionSet::builtin().index_of("A0");
+        let root = tree.node(Tree::<NodeState>::ROOT);
+        // While the samples agree, every rollout takes one more of them...
+        assert_eq!(root.children.len(), 3);
+        for &child in &root.children {
+            let node = tree.node(child);
+            assert_eq!(node.action, direct);
+            assert!(node.terminal);
+            // ...rewarded by the other drawn samples: 2 of 3 agree.
+            assert!((node.reward.unwrap() - 2.0 / 3.0).abs() < 1e-12);
+            assert_eq!(node.payload.reward_samples.len(), 3);
+        }
+        // ...and the four samples came from one call, with no other call.
+        assert_eq!(result.calls.len(), 1);
+        assert_eq!(result.rollouts_run, 3);
+        assert_eq!(result.calls[0].n, 4);
+        assert_eq!(result.calls[0].stage, "search A0 samples 0-3");
+    }
+
+    #[test]
+    fn the_search_stops_once_a_batch_of_samples_settles() {
+        let model = ScriptedModel::responding(|prompt, i| match i {
+            _ if !is_direct(prompt) => "none".into(),
+            3 => "```sql\nSELECT count(*) + 1 FROM singer\n```".into(),
+            _ => "```sql\nSELECT count(*) FROM singer\n```".into(),
+        });
+        let config = MctsConfig {
+            rollouts: 8,
+            settle: 0.75,
+            ..MctsConfig::default()
+        };
+        let (result, progress) = run(&model, &ActionSet::builtin(), &config, 0);
+        // Three of the four samples agree: the search ends with the batch.
+        assert_eq!(result.rollouts_run, 4);
+        assert_eq!(progress.len(), 4);
+        assert_eq!(result.calls.len(), 1);
+        let unsettled = MctsConfig {
+            settle: 0.8,
+            ..config
+        };
+        let (result, _) = run(&model, &ActionSet::builtin(), &unsettled, 0);
+        assert_eq!(result.rollouts_run, 8);
+    }
+
+    #[test]
+    fn disagreeing_samples_send_rollouts_to_reasoning_and_failed_revisions_fall_back() {
+        // Every sample returns no rows; revisions fail; reasoning steps
+        // lead to a query that runs.
+        let model = ScriptedModel::responding(|prompt, i| {
+            if is_direct(prompt) {
+                return format!(
+                    "```sql\nSELECT Age FROM singer WHERE Age > {}\n```",
+                    900 + i
+                );
+            }
+            match step_of(prompt) {
+                "SQL revision" => "<sql>SELECT nosuch FROM singer".into(),
+                "SQL generation" => "<sql>SELECT count(*) FROM singer".into(),
+                _ => "none".into(),
+            }
+        });
+        let config = MctsConfig {
+            rollouts: 6,
+            ..MctsConfig::default()
+        };
+        let actions = ActionSet::builtin();
+        let (result, _) = run(&model, &actions, &config, 0);
+        let tree = &result.tree;
+        let direct = actions.index_of("A0");
+        let root = tree.node(Tree::<NodeState>::ROOT);
+        assert!(root.children.iter().any(|&c| tree.node(c).action != direct));
+        // A sample's failed revision leaves the trajectory the sample's
+        // query, which ran (with no rows).
+        let revised = tree
+            .nodes()
+            .find(|(_, n)| n.action == actions.index_of("A6"))
+            .map(|(id, _)| id)
+            .expect("an empty result was revised");
+        let source = Search::query_source(tree, revised, Design::Guided).unwrap();
+        assert_eq!(tree.node(source).action, direct);
+        assert_eq!(
+            Search::query_source(tree, revised, Design::Paper),
+            Some(revised)
+        );
     }
 
     #[test]

@@ -255,22 +255,37 @@ impl Engine {
     }
 
     fn generation_prompt(&self, question: &str, hint: Option<&str>) -> Vec<ChatMessage> {
-        let hint = hint
-            .filter(|h| !h.trim().is_empty())
-            .map(|h| format!("\nHint: {h}\n"))
-            .unwrap_or_default();
-        vec![
-            ChatMessage::new("system", SQL_GENERATION_SYSTEM.render(&[])),
-            ChatMessage::new(
-                "user",
-                SQL_GENERATION_USER.render(&[
-                    ("schema", self.schema_text.as_str()),
-                    ("hint", hint.as_str()),
-                    ("question", question),
-                ]),
-            ),
-        ]
+        direct_prompt(&self.schema_text, hint, question, DIRECT_INSTRUCTION)
     }
+}
+
+/// What greedy and sc ask for.
+const DIRECT_INSTRUCTION: &str = "Write one SQLite query that answers the question.";
+
+/// The prompt of greedy and sc, and of the search's direct query: the
+/// schema, the hint, the question and `instruction`, with no reasoning.
+pub(crate) fn direct_prompt(
+    schema: &str,
+    hint: Option<&str>,
+    question: &str,
+    instruction: &str,
+) -> Vec<ChatMessage> {
+    let hint = hint
+        .filter(|h| !h.trim().is_empty())
+        .map(|h| format!("\nHint: {h}\n"))
+        .unwrap_or_default();
+    vec![
+        ChatMessage::new("system", SQL_GENERATION_SYSTEM.render(&[])),
+        ChatMessage::new(
+            "user",
+            SQL_GENERATION_USER.render(&[
+                ("schema", schema),
+                ("hint", hint.as_str()),
+                ("question", question),
+                ("instruction", instruction),
+            ]),
+        ),
+    ]
 }
 
 /// Votes per candidate and the winner.

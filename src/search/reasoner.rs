@@ -4,7 +4,7 @@
 //! discriminator, so both see states the same way.
 
 use super::repair::SchemaNames;
-use crate::action::{Action, ActionSet, OutputKind, StepOutput, TerminalRule};
+use crate::action::{Action, ActionSet, Frame, OutputKind, StepOutput, TerminalRule};
 use crate::db::{Executor, QueryOutcome};
 use crate::error::Result;
 use crate::llm::{ChatMessage, FinishReason, LanguageModel, Prompt, Sampling};
@@ -16,7 +16,10 @@ use std::sync::Arc;
 /// What every prompt of one question starts with.
 #[derive(Debug, Clone)]
 pub struct QuestionContext {
+    /// The schema as reasoning steps see it (stage 1 may have compressed it).
     pub schema: String,
+    /// The schema as greedy and sc see it, for direct-frame steps.
+    pub plain_schema: String,
     pub question: String,
     pub hint: Option<String>,
     /// Stage 1's verified notes, empty when it did not run.
@@ -75,6 +78,7 @@ impl Reasoner<'_> {
         match (action.terminal, &step.execution) {
             (Some(TerminalRule::Executes), Some(Ok(_))) => true,
             (Some(TerminalRule::Rows), Some(Ok(result))) => result.total_rows > 0,
+            (Some(TerminalRule::Plausible), Some(Ok(result))) => result.digest.has_non_null(),
             _ => false,
         }
     }
@@ -96,20 +100,30 @@ impl Reasoner<'_> {
             })
             .collect();
         let first = answered.first().map_or(action, |(a, _, _)| *a);
-        let hint = crate::prompts::hint_line(self.context.hint.as_deref());
-        let mut messages = vec![
-            ChatMessage::new("system", REASONING_SYSTEM.render(&[])),
-            ChatMessage::new(
-                "user",
-                REASONING_USER.render(&[
-                    ("schema", self.context.schema.as_str()),
-                    ("hint", hint.as_str()),
-                    ("question", self.context.question.as_str()),
-                    ("understanding", self.context.understanding.as_str()),
-                    ("instruction", first.prompt.trim()),
-                ]),
+        let mut messages = match first.frame {
+            Frame::Direct => super::direct_prompt(
+                &self.context.plain_schema,
+                self.context.hint.as_deref(),
+                &self.context.question,
+                first.prompt.trim(),
             ),
-        ];
+            Frame::Reasoning => {
+                let hint = crate::prompts::hint_line(self.context.hint.as_deref());
+                vec![
+                    ChatMessage::new("system", REASONING_SYSTEM.render(&[])),
+                    ChatMessage::new(
+                        "user",
+                        REASONING_USER.render(&[
+                            ("schema", self.context.schema.as_str()),
+                            ("hint", hint.as_str()),
+                            ("question", self.context.question.as_str()),
+                            ("understanding", self.context.understanding.as_str()),
+                            ("instruction", first.prompt.trim()),
+                        ]),
+                    ),
+                ]
+            }
+        };
         let next_instructions = answered
             .iter()
             .skip(1)
@@ -175,6 +189,7 @@ impl Reasoner<'_> {
         for (row, completion) in generation.completions.iter().enumerate() {
             let mut output = action.parse(&completion.text);
             let unfinished = action.output == OutputKind::Sql
+                && action.frame == Frame::Reasoning
                 && output.sql.is_none()
                 && completion.finish_reason == FinishReason::Stop;
             if unfinished {
@@ -351,6 +366,7 @@ mod tests {
                 actions: ActionSet::builtin(),
                 context: QuestionContext {
                     schema: String::new(),
+                    plain_schema: String::new(),
                     question: "How old is the oldest singer?".into(),
                     hint: None,
                     understanding: String::new(),

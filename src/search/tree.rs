@@ -3,6 +3,7 @@
 //! Edge statistics N(v,a) and Q(v,a) live on the child that edge a leads to.
 
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 pub type NodeId = usize;
 
@@ -28,6 +29,30 @@ pub struct Node<P> {
 #[derive(Debug, Clone, Serialize)]
 pub struct Tree<P> {
     nodes: Vec<Node<P>>,
+    /// Actions that stay untried after expansion: each expansion adds one
+    /// more child (one more sample of the same step).
+    repeatable: Vec<usize>,
+    /// Visits and summed rewards of every action, wherever it was taken.
+    action_stats: BTreeMap<usize, (u32, f64)>,
+}
+
+/// How guided selection values edges.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Guidance {
+    /// UCT's exploration constant c.
+    pub exploration: f64,
+    /// The value assumed for an action not yet taken anywhere in the tree
+    /// (instead of the paper's infinity, which makes every untried action
+    /// cost a rollout before any is repeated).
+    pub first_play: f64,
+}
+
+/// Where a rollout goes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Selected {
+    pub node: NodeId,
+    /// The action to expand there; None when only a terminal node was left.
+    pub expand: Option<usize>,
 }
 
 impl<P> Tree<P> {
@@ -47,7 +72,15 @@ impl<P> Tree<P> {
                 reward: None,
                 payload,
             }],
+            repeatable: Vec::new(),
+            action_stats: BTreeMap::new(),
         }
+    }
+
+    /// Marks `actions` as repeatable (see [`Tree::add_child`]).
+    pub fn with_repeatable(mut self, actions: Vec<usize>) -> Self {
+        self.repeatable = actions;
+        self
     }
 
     pub fn node(&self, id: NodeId) -> &Node<P> {
@@ -71,8 +104,8 @@ impl<P> Tree<P> {
     }
 
     /// Adds the child reached from `parent` by `action` and takes the action
-    /// off the parent's untried list. A child with nothing left to try is
-    /// terminal.
+    /// off the parent's untried list, unless it is repeatable. A child with
+    /// nothing left to try is terminal.
     pub fn add_child(
         &mut self,
         parent: NodeId,
@@ -83,7 +116,9 @@ impl<P> Tree<P> {
     ) -> NodeId {
         let id = self.nodes.len();
         let depth = self.nodes[parent].depth + 1;
-        self.nodes[parent].untried.retain(|&a| a != action);
+        if !self.repeatable.contains(&action) {
+            self.nodes[parent].untried.retain(|&a| a != action);
+        }
         self.nodes[parent].children.push(id);
         self.nodes.push(Node {
             parent: Some(parent),
@@ -148,13 +183,91 @@ impl<P> Tree<P> {
         }
     }
 
-    /// Backpropagation: N += 1 and Q += reward from `leaf` up to the root.
+    /// Guided selection: at every node, the untried actions (valued at
+    /// their mean elsewhere in the tree, else at the first-play value), the
+    /// repeatable actions (valued over all their children here) and the
+    /// other live children compete by UCT; an edge's mean is shrunk towards
+    /// its action's mean over the tree by one pseudo-visit, so what one
+    /// branch learns about an action informs every branch. Descends until
+    /// an action wins. Ties go to untried actions first, then the earliest.
+    pub fn select_guided(&self, guidance: &Guidance) -> Selected {
+        let mut current = Self::ROOT;
+        loop {
+            let node = &self.nodes[current];
+            if node.terminal {
+                return Selected {
+                    node: current,
+                    expand: None,
+                };
+            }
+            let ln_n = f64::from(node.visits.max(1)).ln();
+            let score = |action: usize, visits: u32, value: f64| {
+                let prior = self.action_mean(action).unwrap_or(guidance.first_play);
+                let n = f64::from(visits);
+                (value + prior) / (n + 1.0) + guidance.exploration * (ln_n / n.max(1.0)).sqrt()
+            };
+            let mut best: Option<(f64, Result<usize, NodeId>)> = None;
+            let mut consider = |s: f64, choice| {
+                if best.is_none_or(|(b, _)| s > b) {
+                    best = Some((s, choice));
+                }
+            };
+            for &action in &node.untried {
+                let (visits, value) = node
+                    .children
+                    .iter()
+                    .map(|&c| &self.nodes[c])
+                    .filter(|c| c.action == Some(action))
+                    .fold((0, 0.0), |(n, q), c| (n + c.visits, q + c.value));
+                consider(score(action, visits, value), Ok(action));
+            }
+            for &child in &node.children {
+                let c = &self.nodes[child];
+                let action = c.action.expect("children have actions");
+                if node.untried.contains(&action) || self.exhausted(child) {
+                    continue;
+                }
+                consider(score(action, c.visits, c.value), Err(child));
+            }
+            match best {
+                Some((_, Err(child))) => current = child,
+                Some((_, Ok(action))) => {
+                    return Selected {
+                        node: current,
+                        expand: Some(action),
+                    }
+                }
+                None => {
+                    return Selected {
+                        node: current,
+                        expand: None,
+                    }
+                }
+            }
+        }
+    }
+
+    /// The mean reward of `action` over every rollout that took it.
+    pub fn action_mean(&self, action: usize) -> Option<f64> {
+        self.action_stats
+            .get(&action)
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, q)| q / f64::from(*n))
+    }
+
+    /// Backpropagation: N += 1 and Q += reward from `leaf` up to the root,
+    /// and for every action on the way.
     pub fn backpropagate(&mut self, leaf: NodeId, reward: f64) {
         let mut current = Some(leaf);
         while let Some(id) = current {
             let node = &mut self.nodes[id];
             node.visits += 1;
             node.value += reward;
+            if let Some(action) = node.action {
+                let stats = self.action_stats.entry(action).or_default();
+                stats.0 += 1;
+                stats.1 += reward;
+            }
             current = node.parent;
         }
     }
@@ -242,6 +355,61 @@ mod tests {
         tree.add_child(Tree::<()>::ROOT, 4, (), vec![3], false);
         assert_eq!(tree.node(Tree::<()>::ROOT).untried, vec![3]);
         assert_eq!(tree.node(1).action, Some(4));
+    }
+
+    const GUIDANCE: Guidance = Guidance {
+        exploration: 0.5,
+        first_play: 0.5,
+    };
+
+    #[test]
+    fn a_repeatable_action_stays_untried_and_competes_with_its_children_summed() {
+        // Action 0 repeats (samples); action 1 is a one-off.
+        let mut tree = Tree::new((), vec![0, 1]).with_repeatable(vec![0]);
+        // Untried actions tie at the first-play value: the earliest goes first.
+        let first = tree.select_guided(&GUIDANCE);
+        assert_eq!(first.expand, Some(0));
+        let a = tree.add_child(Tree::<()>::ROOT, 0, (), vec![], true);
+        assert_eq!(tree.node(Tree::<()>::ROOT).untried, vec![0, 1]);
+        tree.backpropagate(a, 1.0);
+        // Samples that agree keep the search sampling...
+        let b = tree.add_child(Tree::<()>::ROOT, 0, (), vec![], true);
+        tree.backpropagate(b, 1.0);
+        assert_eq!(tree.select_guided(&GUIDANCE).expand, Some(0));
+        // ...samples that disagree send it to the untried action.
+        for _ in 0..4 {
+            let c = tree.add_child(Tree::<()>::ROOT, 0, (), vec![], true);
+            tree.backpropagate(c, 0.0);
+        }
+        assert_eq!(tree.select_guided(&GUIDANCE).expand, Some(1));
+        assert_eq!(tree.action_mean(0), Some(2.0 / 6.0));
+        assert_eq!(tree.action_mean(1), None);
+    }
+
+    #[test]
+    fn guided_selection_descends_and_shares_what_an_action_earned() {
+        let mut tree = Tree::new((), vec![0, 1]);
+        let a = tree.add_child(Tree::<()>::ROOT, 0, (), vec![2], false);
+        let b = tree.add_child(Tree::<()>::ROOT, 1, (), vec![3, 2], false);
+        // Action 2 paid off under a, which is then exhausted.
+        let a2 = tree.add_child(a, 2, (), vec![], true);
+        tree.backpropagate(a2, 1.0);
+        tree.backpropagate(b, 0.0);
+        assert!(tree.exhausted(a));
+        assert_eq!(tree.action_mean(2), Some(1.0));
+        let chosen = tree.select_guided(&Guidance {
+            exploration: 0.0,
+            first_play: 0.0,
+        });
+        // Under b, action 2 is valued at its mean under a and beats
+        // action 3, which nothing is known of.
+        assert_eq!(
+            chosen,
+            Selected {
+                node: b,
+                expand: Some(2)
+            }
+        );
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! setting that differs from the defaults), so that runs can be told apart
 //! and grouped into series when they are reported side by side.
 
+use super::mcts::{Design, MctsConfig};
 use super::{IesrConfig, Method, SearchConfig};
-use crate::action::ActionSet;
+use crate::action::{ActionSet, Frame};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,6 +57,10 @@ impl SearchConfig {
 fn tree_search_changes(config: &IesrConfig) -> Vec<String> {
     let defaults = IesrConfig::default();
     let mut changes = Vec::new();
+    let paper = config.mcts.design == Design::Paper;
+    if paper {
+        changes.push("search paper".to_string());
+    }
     match &config.understand {
         None => changes.push("no-understanding".to_string()),
         Some(understand) => {
@@ -71,7 +76,9 @@ fn tree_search_changes(config: &IesrConfig) -> Vec<String> {
         }
     }
     for action in ActionSet::builtin().iter() {
-        if config.actions.index_of(&action.id).is_none() {
+        // The paper's search has no direct query by design.
+        let by_design = paper && action.frame == Frame::Direct;
+        if config.actions.index_of(&action.id).is_none() && !by_design {
             changes.push(format!("disable-action {}", action.id));
         }
     }
@@ -82,7 +89,11 @@ fn tree_search_changes(config: &IesrConfig) -> Vec<String> {
     if w != defaults.select.weights {
         changes.push(format!("weights {},{},{}", w.exec, w.disc, w.vote));
     }
-    let (mcts, default_mcts) = (&config.mcts, &defaults.mcts);
+    let design_defaults = match config.mcts.design {
+        Design::Guided => MctsConfig::default(),
+        Design::Paper => MctsConfig::paper(),
+    };
+    let (mcts, default_mcts) = (&config.mcts, &design_defaults);
     if mcts.exploration != default_mcts.exploration {
         changes.push(format!("exploration {}", mcts.exploration));
     }
@@ -91,6 +102,12 @@ fn tree_search_changes(config: &IesrConfig) -> Vec<String> {
     }
     if mcts.max_depth != default_mcts.max_depth {
         changes.push(format!("max-depth {}", mcts.max_depth));
+    }
+    if !paper && mcts.first_play != default_mcts.first_play {
+        changes.push(format!("first-play {}", mcts.first_play));
+    }
+    if !paper && mcts.settle != default_mcts.settle {
+        changes.push(format!("settle {}", mcts.settle));
     }
     changes
 }
@@ -144,5 +161,14 @@ mod tests {
         );
         config.iesr.understand = None;
         assert_eq!(config.variant().changes[0], "no-understanding");
+
+        // The paper's search is named once, not by the action it lacks.
+        let mut paper = SearchConfig {
+            method: Method::Iesr,
+            ..SearchConfig::default()
+        };
+        paper.iesr.mcts = MctsConfig::paper();
+        paper.iesr.actions = ActionSet::builtin().without_direct().unwrap();
+        assert_eq!(paper.variant().label(), "iesr search paper @8");
     }
 }

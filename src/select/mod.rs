@@ -1,12 +1,15 @@
 //! Stage 3: choosing among the search's terminal trajectories. A
 //! discriminator model re-derives each candidate from a random earlier
 //! step; the score mixes execution, that agreement and the vote of all
-//! candidates: Score = a*Exec + b*DiscConf + g*ConsVote.
+//! candidates: Score = a*Exec + b*DiscConf + g*ConsVote. In the guided
+//! design each candidate's vote counts as much as its route (the action
+//! its trajectory opened with) has proved reliable in the search, its mean
+//! reward, so a route whose queries agree with nothing adds nothing.
 
 use crate::action::OutputKind;
 use crate::error::Result;
 use crate::llm::{LanguageModel, Sampling};
-use crate::search::mcts::{node_seed, NodeState, Search};
+use crate::search::mcts::{node_seed, Design, NodeState, Search};
 use crate::search::reasoner::{Reasoner, Step};
 use crate::search::tree::{NodeId, Tree};
 use crate::trace::CallRecord;
@@ -71,12 +74,18 @@ pub struct Selection {
     pub calls: Vec<CallRecord>,
 }
 
-/// Terminal nodes holding a query; when no trajectory finished with one,
-/// every node that wrote a query, so that a failing answer can still be shown.
-pub fn candidate_nodes(tree: &Tree<NodeState>) -> Vec<NodeId> {
+/// Terminal nodes holding a query (in the guided design, one that ran);
+/// when no trajectory finished with one, every node that wrote a query, so
+/// that a failing answer can still be shown.
+pub fn candidate_nodes(tree: &Tree<NodeState>, design: Design) -> Vec<NodeId> {
+    let holds_answer = |id: NodeId| {
+        Search::query_source(tree, id, design).is_some_and(|s| {
+            design == Design::Paper || matches!(tree.node(s).payload.step.execution, Some(Ok(_)))
+        })
+    };
     let terminal: Vec<NodeId> = tree
         .nodes()
-        .filter(|(id, n)| n.terminal && Search::query_source(tree, *id).is_some())
+        .filter(|(id, n)| n.terminal && holds_answer(*id))
         .map(|(id, _)| id)
         .collect();
     if !terminal.is_empty() {
@@ -93,13 +102,14 @@ pub fn select(
     reasoner: &Reasoner<'_>,
     discriminator: &dyn LanguageModel,
     config: &SelectConfig,
+    design: Design,
     seed: u64,
 ) -> Result<Selection> {
-    let nodes = candidate_nodes(tree);
+    let nodes = candidate_nodes(tree, design);
     let sources: Vec<&Step> = nodes
         .iter()
         .map(|&n| {
-            let source = Search::query_source(tree, n).expect("candidates hold a query");
+            let source = Search::query_source(tree, n, design).expect("candidates hold a query");
             &tree.node(source).payload.step
         })
         .collect();
@@ -110,9 +120,16 @@ pub fn select(
             _ => None,
         })
         .collect();
-    let mut groups: HashMap<u128, usize> = HashMap::new();
-    for key in keys.iter().flatten() {
-        *groups.entry(*key).or_default() += 1;
+    let weights: Vec<f64> = match design {
+        Design::Paper => vec![1.0; nodes.len()],
+        Design::Guided => route_reliabilities(tree, &nodes),
+    };
+    let total_weight: f64 = weights.iter().sum();
+    let mut groups: HashMap<u128, f64> = HashMap::new();
+    for (key, weight) in keys.iter().zip(&weights) {
+        if let Some(key) = key {
+            *groups.entry(*key).or_default() += weight;
+        }
     }
 
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -122,7 +139,7 @@ pub fn select(
     let mut candidates = Vec::with_capacity(nodes.len());
     for (i, &node) in nodes.iter().enumerate() {
         let exec = if keys[i].is_some() { 1.0 } else { 0.0 };
-        let vote = keys[i].map_or(0.0, |k| groups[&k] as f64 / nodes.len() as f64);
+        let vote = keys[i].map_or(0.0, |k| groups[&k] / total_weight);
         let (disc, cut_after, disc_sql) = match (config.discriminator, keys[i]) {
             (false, _) => (None, None, None),
             (true, None) => (Some(0.0), None, None),
@@ -183,6 +200,36 @@ pub fn select(
         winner,
         calls,
     })
+}
+
+/// Each candidate's weight in the vote: the mean reward of the rollouts
+/// through its route (the root's child it descends from, or all children
+/// of a repeated action there). When no route earned anything, all weigh 1.
+fn route_reliabilities(tree: &Tree<NodeState>, nodes: &[NodeId]) -> Vec<f64> {
+    let route_action = |node: NodeId| tree.node(tree.path(node)[1]).action;
+    let root = tree.node(Tree::<NodeState>::ROOT);
+    let reliability = |action: Option<usize>| {
+        let (n, q) = root
+            .children
+            .iter()
+            .map(|&c| tree.node(c))
+            .filter(|c| c.action == action)
+            .fold((0u32, 0.0), |(n, q), c| (n + c.visits, q + c.value));
+        if n == 0 {
+            0.0
+        } else {
+            q / f64::from(n)
+        }
+    };
+    let weights: Vec<f64> = nodes
+        .iter()
+        .map(|&n| reliability(route_action(n)))
+        .collect();
+    if weights.iter().all(|&w| w <= 0.0) {
+        vec![1.0; nodes.len()]
+    } else {
+        weights
+    }
 }
 
 #[derive(Clone)]
@@ -261,4 +308,53 @@ fn complete(
         sql: step.sql().map(String::from),
     };
     Ok((completion, records))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_candidate_weighs_what_its_route_earned_on_average() {
+        // Root: two direct samples (rewards 1 and 0.5) and a reasoning
+        // route whose one trajectory earned nothing.
+        let mut tree = Tree::new(NodeState::default(), vec![0, 5]).with_repeatable(vec![0]);
+        let a = tree.add_child(
+            Tree::<NodeState>::ROOT,
+            0,
+            NodeState::default(),
+            vec![],
+            true,
+        );
+        let b = tree.add_child(
+            Tree::<NodeState>::ROOT,
+            0,
+            NodeState::default(),
+            vec![],
+            true,
+        );
+        let r = tree.add_child(
+            Tree::<NodeState>::ROOT,
+            5,
+            NodeState::default(),
+            vec![6],
+            false,
+        );
+        let r2 = tree.add_child(r, 6, NodeState::default(), vec![], true);
+        tree.backpropagate(a, 1.0);
+        tree.backpropagate(b, 0.5);
+        tree.backpropagate(r2, 0.0);
+        assert_eq!(route_reliabilities(&tree, &[a, b, r2]), [0.75, 0.75, 0.0]);
+        // When no route earned anything, every candidate counts alike.
+        let mut flat = Tree::new(NodeState::default(), vec![0]).with_repeatable(vec![0]);
+        let c = flat.add_child(
+            Tree::<NodeState>::ROOT,
+            0,
+            NodeState::default(),
+            vec![],
+            true,
+        );
+        flat.backpropagate(c, 0.0);
+        assert_eq!(route_reliabilities(&flat, &[c]), [1.0]);
+    }
 }
