@@ -263,6 +263,10 @@ struct MethodArgs {
     /// their own in their files).
     #[arg(long, default_value_t = 384)]
     max_tokens: usize,
+    /// Let queries name tables and columns the schema lacks (by default
+    /// sampling refuses them, on the in-process backends).
+    #[arg(long)]
+    no_name_constraint: bool,
     #[command(flatten)]
     search: TreeSearchArgs,
 }
@@ -352,6 +356,7 @@ impl MethodArgs {
             method,
             seed: self.seed,
             max_tokens: self.max_tokens,
+            name_constraint: !self.no_name_constraint,
             iesr: self.search.config(gpu_class)?,
             ..SearchConfig::default()
         })
@@ -814,7 +819,7 @@ fn run(command: Command) -> Result<()> {
                 stop,
                 seed,
                 n,
-                to_limit: false,
+                ..Sampling::default()
             };
             let generation = model.generate(&prompt, &sampling)?;
             output::print(json, &generation, output::generation_text)

@@ -5,9 +5,11 @@
 //! forward pass, so every backend samples exactly the same way.
 
 use super::chat::ChatTemplate;
+use super::constraint::{TextChecker, MAX_REDRAWS};
 use super::sampler::Sampler;
 use super::{Completion, FinishReason, Prompt, Sampling};
 use crate::error::{Error, Result};
+use std::sync::OnceLock;
 use tokenizers::Tokenizer;
 
 /// Tokens that end a chat turn in the model families we run, whatever
@@ -26,6 +28,8 @@ pub struct TextCodec {
     /// Tokens that end a turn.
     stop_tokens: Vec<u32>,
     context_length: usize,
+    /// Each token's text alone, made when a constraint first needs it.
+    pieces: OnceLock<Vec<String>>,
 }
 
 impl TextCodec {
@@ -51,7 +55,44 @@ impl TextCodec {
             template,
             stop_tokens,
             context_length,
+            pieces: OnceLock::new(),
         }
+    }
+
+    /// The text of one token on its own (empty for an unknown id).
+    fn piece(&self, token: u32) -> &str {
+        let pieces = self.pieces.get_or_init(|| {
+            (0..self.tokenizer.get_vocab_size(true) as u32)
+                .map(|id| self.tokenizer.decode(&[id], false).unwrap_or_default())
+                .collect()
+        });
+        pieces.get(token as usize).map_or("", String::as_str)
+    }
+
+    /// The next token of a row: drawn by its sampler, then, while its
+    /// constraint refuses the token, drawn again with that token masked.
+    fn draw(&self, state: &mut RowState, logits: &[f32]) -> u32 {
+        let token = state.sampler.next_token(logits);
+        let Some(checker) = &state.checker else {
+            return token;
+        };
+        let allowed =
+            |token: u32| self.stop_tokens.contains(&token) || checker.allows(self.piece(token));
+        if allowed(token) {
+            return token;
+        }
+        let mut masked = logits.to_vec();
+        let mut token = token;
+        for _ in 0..MAX_REDRAWS {
+            if let Some(logit) = masked.get_mut(token as usize) {
+                *logit = f32::NEG_INFINITY;
+            }
+            token = state.sampler.next_token(&masked);
+            if allowed(token) {
+                break;
+            }
+        }
+        token
     }
 
     pub fn name(&self) -> &str {
@@ -138,7 +179,7 @@ impl TextCodec {
             let mut next = Vec::with_capacity(rows.len());
             for (row, state) in rows.iter_mut().enumerate() {
                 if state.finished.is_none() {
-                    let token = state.sampler.next_token(&logits[row]);
+                    let token = self.draw(state, &logits[row]);
                     self.accept(state, token)?;
                 }
                 next.push(state.last_token());
@@ -181,7 +222,7 @@ impl TextCodec {
     ) -> Result<DraftCount> {
         let mut count = DraftCount::default();
         for state in rows.iter_mut() {
-            let token = state.sampler.next_token(first);
+            let token = self.draw(state, first);
             self.accept(state, token)?;
         }
         // Model row i decodes `rows[in_model[i]]`.
@@ -245,7 +286,7 @@ impl TextCodec {
         logits: &[Vec<f32>],
     ) -> Result<usize> {
         for (i, &guessed) in guess.iter().enumerate() {
-            let token = state.sampler.next_token(&logits[i]);
+            let token = self.draw(state, &logits[i]);
             self.accept(state, token)?;
             if token != guessed {
                 return Ok(i);
@@ -255,7 +296,7 @@ impl TextCodec {
             }
         }
         if state.finished.is_none() {
-            let token = state.sampler.next_token(&logits[guess.len()]);
+            let token = self.draw(state, &logits[guess.len()]);
             self.accept(state, token)?;
         }
         Ok(guess.len())
@@ -268,6 +309,9 @@ impl TextCodec {
             return Ok(());
         }
         state.tokens.push(token);
+        if let Some(checker) = &mut state.checker {
+            checker.push(self.piece(token));
+        }
         if !state.stop.is_empty() {
             let text = self.decode(&state.tokens)?;
             if state.stop.iter().any(|s| text.contains(s.as_str())) {
@@ -338,6 +382,8 @@ pub struct RowState {
     /// Ignore end-of-turn tokens and the repetition cut.
     to_limit: bool,
     finished: Option<FinishReason>,
+    /// The sampling constraint's view of this row's text.
+    checker: Option<Box<dyn TextChecker>>,
 }
 
 impl RowState {
@@ -350,6 +396,7 @@ impl RowState {
             stop: sampling.stop.clone(),
             to_limit: sampling.to_limit,
             finished: (max_tokens == 0).then_some(FinishReason::Length),
+            checker: sampling.constraint.as_ref().map(|c| c.0.checker()),
         }
     }
 
@@ -483,6 +530,67 @@ mod tests {
         for (states, text) in model.states.iter().zip(&model.texts) {
             assert!(text.starts_with(states));
             assert!(states.len() >= text.len() - 1);
+        }
+    }
+
+    /// Refuses the text of token 3 ("t3"); remembers nothing.
+    struct NoThree;
+
+    impl super::super::constraint::TextConstraint for NoThree {
+        fn checker(&self) -> Box<dyn TextChecker> {
+            Box::new(NoThree)
+        }
+    }
+
+    impl TextChecker for NoThree {
+        fn allows(&self, piece: &str) -> bool {
+            piece != "t3"
+        }
+        fn push(&mut self, _: &str) {}
+    }
+
+    #[test]
+    fn a_refused_token_is_drawn_again_without_it() {
+        let codec = codec();
+        // Token 3 is the most likely, token 5 the next.
+        let logits: Vec<f32> = (0..VOCAB)
+            .map(|t| match t {
+                3 => 5.0,
+                5 => 4.0,
+                _ => 0.0,
+            })
+            .collect();
+        let free = Sampling {
+            max_tokens: 1,
+            ..Sampling::default()
+        };
+        let constrained = Sampling {
+            constraint: Some(super::super::constraint::Constraint(std::sync::Arc::new(
+                NoThree,
+            ))),
+            ..free.clone()
+        };
+        let first_token = |sampling: &Sampling| {
+            let mut rows = RowState::for_request(sampling, 1);
+            codec
+                .decode_rows(&mut rows, vec![logits.clone()], |_, _| Ok(vec![]))
+                .unwrap();
+            rows[0].tokens()[0]
+        };
+        assert_eq!(first_token(&free), 3);
+        assert_eq!(first_token(&constrained), 5);
+        // At a temperature too: never the refused token.
+        let warm = Sampling {
+            temperature: 1.0,
+            top_p: 1.0,
+            ..constrained
+        };
+        for seed in 0..20 {
+            let sampling = Sampling {
+                seed,
+                ..warm.clone()
+            };
+            assert_ne!(first_token(&sampling), 3);
         }
     }
 }

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod card;
 pub mod chat;
+pub mod constraint;
 pub mod cpu;
 pub mod decoding;
 pub mod embed;
@@ -71,6 +72,8 @@ pub struct Sampling {
     /// tokens and the repetition cut (stop strings still apply):
     /// benchmarks measure a fixed amount of decoding this way.
     pub to_limit: bool,
+    /// A rule on the text (in-process backends only).
+    pub constraint: Option<constraint::Constraint>,
 }
 
 impl Default for Sampling {
@@ -84,6 +87,7 @@ impl Default for Sampling {
             seed: 0,
             n: 1,
             to_limit: false,
+            constraint: None,
         }
     }
 }

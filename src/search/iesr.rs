@@ -34,6 +34,7 @@ impl Engine {
             hint: hint.map(String::from),
             understanding: String::new(),
             names: Arc::clone(&self.names),
+            constraint: self.constraint.clone(),
         };
         // The guided search first draws a batch of direct samples, which
         // need no understanding; when they settle on one answer, stage 1 is

@@ -478,6 +478,7 @@ pub(crate) mod tests {
             hint: None,
             understanding: String::new(),
             names: Default::default(),
+            constraint: None,
         }
     }
 

@@ -5,6 +5,7 @@
 pub mod extract;
 mod iesr;
 pub mod mcts;
+pub mod name_constraint;
 pub mod reasoner;
 pub mod repair;
 mod sql_text;
@@ -14,6 +15,7 @@ mod variant;
 use crate::action::ActionSet;
 use crate::db::{render_schema, ExecConfig, Executor, IntrospectOptions, QueryResult, Schema};
 use crate::error::{QueryError, Result};
+use crate::llm::constraint::Constraint;
 use crate::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
 use crate::prompts::{SQL_GENERATION_SYSTEM, SQL_GENERATION_USER};
 use crate::select::SelectConfig;
@@ -79,6 +81,9 @@ pub struct SearchConfig {
     pub max_tokens: usize,
     /// Size budget of the rendered schema, in characters.
     pub schema_chars: usize,
+    /// Sample queries that name only the schema's tables and columns
+    /// (in-process backends).
+    pub name_constraint: bool,
     pub exec: ExecConfig,
     pub iesr: IesrConfig,
 }
@@ -90,6 +95,7 @@ impl Default for SearchConfig {
             seed: 0,
             max_tokens: 384,
             schema_chars: 12_000,
+            name_constraint: true,
             exec: ExecConfig::default(),
             iesr: IesrConfig::default(),
         }
@@ -122,6 +128,8 @@ pub struct Engine {
     /// The schema's table and column names, for notes on and fixes of
     /// queries that name wrong ones.
     names: Arc<repair::SchemaNames>,
+    /// The sampling constraint on names, when switched on.
+    constraint: Option<Constraint>,
     config: SearchConfig,
     /// Stage 1's embedded columns, made on first use; the error says why
     /// they could not be.
@@ -136,7 +144,11 @@ impl Engine {
         let schema = Schema::load(db, &IntrospectOptions::default())?;
         let schema_text = render_schema(&schema, config.schema_chars);
         let names = Arc::new(repair::SchemaNames::of(&schema));
+        let constraint = config
+            .name_constraint
+            .then(|| name_constraint::NameConstraint::for_schema(&schema));
         Ok(Engine {
+            constraint,
             model,
             discriminator: None,
             executor,
@@ -211,6 +223,7 @@ impl Engine {
             max_tokens: self.config.max_tokens,
             seed: self.config.seed,
             n,
+            constraint: self.constraint.clone(),
             ..Sampling::default()
         };
         let generation = self

@@ -7,6 +7,7 @@ use super::repair::SchemaNames;
 use crate::action::{Action, ActionSet, Frame, OutputKind, StepOutput, TerminalRule};
 use crate::db::{Executor, QueryOutcome};
 use crate::error::Result;
+use crate::llm::constraint::Constraint;
 use crate::llm::{ChatMessage, FinishReason, LanguageModel, Prompt, Sampling};
 use crate::prompts::{REASONING_SYSTEM, REASONING_USER};
 use crate::trace::CallRecord;
@@ -26,6 +27,8 @@ pub struct QuestionContext {
     pub understanding: String,
     /// The full schema's names, for notes on queries that name wrong ones.
     pub names: Arc<SchemaNames>,
+    /// The sampling constraint on names, if any.
+    pub constraint: Option<Constraint>,
 }
 
 /// One applied action.
@@ -288,6 +291,7 @@ impl Reasoner<'_> {
             stop: spec.stop.clone(),
             seed,
             n,
+            constraint: self.context.constraint.clone(),
             ..Sampling::default()
         }
     }
@@ -371,6 +375,7 @@ mod tests {
                     hint: None,
                     understanding: String::new(),
                     names: Arc::new(SchemaNames::of(&demo::schema())),
+                    constraint: None,
                 },
             }
         }

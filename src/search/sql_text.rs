@@ -6,12 +6,12 @@
 /// A piece of SQL text: a word (letters, digits, `_`) or anything else,
 /// string literals included whole.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Piece<'a> {
+pub(super) enum Piece<'a> {
     Word(&'a str),
     Other(&'a str),
 }
 
-fn pieces(sql: &str) -> Vec<Piece<'_>> {
+pub(super) fn pieces(sql: &str) -> Vec<Piece<'_>> {
     let is_word = |c: char| c.is_alphanumeric() || c == '_';
     let mut out = Vec::new();
     let mut chars = sql.char_indices().peekable();

@@ -37,7 +37,7 @@ impl Variant {
 
 impl SearchConfig {
     pub fn variant(&self) -> Variant {
-        let (method, budget, changes) = match self.method {
+        let (method, budget, mut changes) = match self.method {
             Method::Greedy => ("greedy", 1, Vec::new()),
             Method::SelfConsistency { samples, .. } => ("sc", samples, Vec::new()),
             Method::Iesr => (
@@ -46,6 +46,9 @@ impl SearchConfig {
                 tree_search_changes(&self.iesr),
             ),
         };
+        if !self.name_constraint {
+            changes.insert(0, "no-name-constraint".to_string());
+        }
         Variant {
             method: method.to_string(),
             budget,
@@ -133,6 +136,11 @@ mod tests {
         };
         assert_eq!(sc.variant().label(), "sc @4");
         assert_eq!(SearchConfig::default().variant().label(), "greedy @1");
+        let free = SearchConfig {
+            name_constraint: false,
+            ..SearchConfig::default()
+        };
+        assert_eq!(free.variant().label(), "greedy no-name-constraint @1");
     }
 
     #[test]

@@ -1,0 +1,42 @@
+//! Rules on the text a completion may write, applied while sampling: a
+//! drawn token whose text the rule refuses is masked out and the token is
+//! drawn again from what is left (the same distribution as masking every
+//! refused token first, at the cost of checking only the tokens drawn).
+//! In-process backends apply it; a remote server cannot.
+
+use std::sync::Arc;
+
+/// A rule, shared by every completion of a call.
+pub trait TextConstraint: Send + Sync {
+    /// A fresh checker for one completion.
+    fn checker(&self) -> Box<dyn TextChecker>;
+}
+
+/// One completion's view of the rule.
+pub trait TextChecker: Send {
+    /// Whether `piece` may follow the text pushed so far.
+    fn allows(&self, piece: &str) -> bool;
+    /// Appends the text of a sampled token.
+    fn push(&mut self, piece: &str);
+}
+
+/// A constraint as a sampling setting; two settings are equal when they
+/// hold the same rule.
+#[derive(Clone)]
+pub struct Constraint(pub Arc<dyn TextConstraint>);
+
+impl PartialEq for Constraint {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::fmt::Debug for Constraint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Constraint")
+    }
+}
+
+/// Draws at most this many tokens for one position before giving up on the
+/// rule there (the text then goes on unchecked by it at that token).
+pub const MAX_REDRAWS: usize = 32;

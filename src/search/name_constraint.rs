@@ -1,0 +1,694 @@
+//! Queries that name only what the database has: a sampling constraint
+//! that, inside a query span of the model's answer (after ```sql or
+//! <sql>, or an answer that starts with SELECT or WITH), refuses a token
+//! that would write a name the schema lacks. After
+//! FROM or JOIN (or a comma in a FROM clause) a word must be a table; after
+//! `X.` a column of X's table (of any table while X's alias is not yet
+//! bound, as in `SELECT T1.x ... FROM t AS T1`); both are checked as
+//! prefixes, letter by letter. Any other word is checked when it ends: a
+//! keyword, a table, a column or an alias the query binds, unless a `.` or
+//! `(` follows it (a qualifier, possibly an alias bound later, or a
+//! function). Literals, quoted names, aliases being defined and numbers
+//! stay free. What cannot be ruled out yet is allowed; the name repairs
+//! check the whole query afterwards.
+
+use super::sql_text::{pieces, table_aliases, Piece};
+use crate::db::Schema;
+use crate::llm::constraint::{Constraint, TextChecker, TextConstraint};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// Where a query span opens and where it closes, as the answer formats
+/// write them; a bare query (an answer that is a query) also ends at a
+/// blank line.
+const OPENERS: [&str; 3] = ["```sqlite", "```sql", "<sql>"];
+const CLOSERS: [&str; 3] = ["```", "</sql>", ";"];
+const BARE_STARTS: [&str; 2] = ["select", "with"];
+
+/// The schema's names, lowercased, as the constraint checks them.
+#[derive(Debug, Default)]
+pub struct SchemaVocabulary {
+    tables: HashMap<String, Vec<String>>,
+    columns: HashSet<String>,
+}
+
+impl SchemaVocabulary {
+    pub fn of(schema: &Schema) -> Arc<Self> {
+        let tables: HashMap<String, Vec<String>> = schema
+            .tables
+            .iter()
+            .map(|t| {
+                let columns = t.columns.iter().map(|c| c.name.to_lowercase()).collect();
+                (t.name.to_lowercase(), columns)
+            })
+            .collect();
+        let columns = tables.values().flatten().cloned().collect();
+        Arc::new(SchemaVocabulary { tables, columns })
+    }
+
+    fn is_table(&self, word: &str) -> bool {
+        self.tables.contains_key(word)
+    }
+
+    fn table_prefix(&self, partial: &str) -> bool {
+        self.tables.keys().any(|t| t.starts_with(partial))
+    }
+}
+
+/// The constraint as sampling takes it: the vocabulary behind an Arc, so
+/// every completion's checker shares it.
+pub struct NameConstraint(pub Arc<SchemaVocabulary>);
+
+impl NameConstraint {
+    /// The sampling setting for `schema`.
+    pub fn for_schema(schema: &Schema) -> Constraint {
+        Constraint(Arc::new(NameConstraint(SchemaVocabulary::of(schema))))
+    }
+}
+
+impl TextConstraint for NameConstraint {
+    fn checker(&self) -> Box<dyn TextChecker> {
+        Box::new(NameChecker {
+            names: Arc::clone(&self.0),
+            text: String::new(),
+        })
+    }
+}
+
+struct NameChecker {
+    names: Arc<SchemaVocabulary>,
+    text: String,
+}
+
+impl TextChecker for NameChecker {
+    fn allows(&self, piece: &str) -> bool {
+        let mut text = String::with_capacity(self.text.len() + piece.len());
+        text.push_str(&self.text);
+        text.push_str(piece);
+        let Some((start, bare)) = open_span(&text) else {
+            return true;
+        };
+        let query = &text[start..];
+        let end = CLOSERS
+            .iter()
+            .chain(bare.then_some(&"\n\n"))
+            .filter_map(|c| query.find(c))
+            .min()
+            .unwrap_or(query.len());
+        // Only words that the new piece ends (or leaves unfinished) are judged.
+        let new_from = self.text.len().saturating_sub(start);
+        self.names
+            .query_allows(&query[..end], new_from, end == query.len())
+    }
+
+    fn push(&mut self, piece: &str) {
+        self.text.push_str(piece);
+    }
+}
+
+/// Where the last query span of `text` starts (the closing is judged by
+/// the caller), and whether it is a bare query, without an opening tag.
+fn open_span(text: &str) -> Option<(usize, bool)> {
+    let lower = text.to_ascii_lowercase();
+    let tagged = OPENERS
+        .iter()
+        .filter_map(|o| lower.rfind(o).map(|at| (at, *o)))
+        .max_by_key(|&(at, o)| (at, o.len()));
+    if let Some((at, opener)) = tagged {
+        return Some((at + opener.len(), false));
+    }
+    let body = lower.trim_start();
+    let starts_query = BARE_STARTS
+        .iter()
+        .any(|k| body.starts_with(k) || (k.starts_with(body) && !body.is_empty()));
+    starts_query.then(|| (lower.len() - body.len(), true))
+}
+
+/// The context a word stands in.
+#[derive(Debug, PartialEq)]
+enum Slot<'a> {
+    Table,
+    ColumnOf(&'a str),
+    NewAlias,
+    Free,
+}
+
+impl SchemaVocabulary {
+    /// Whether the words of `query` that end at or after `new_from` are
+    /// names it may hold; with `open`, the last word may still grow.
+    fn query_allows(&self, query: &str, new_from: usize, open: bool) -> bool {
+        let quoted = quoted_ranges(query);
+        let mut spans = Vec::new();
+        let mut offset = 0;
+        for piece in pieces(query) {
+            let text = match piece {
+                Piece::Word(w) | Piece::Other(w) => w,
+            };
+            spans.push((piece, offset));
+            offset += text.len();
+        }
+        let bound: Vec<(String, String)> = table_aliases(query)
+            .into_iter()
+            .map(|(n, t)| (n.to_lowercase(), t.to_lowercase()))
+            .collect();
+        let defined: HashSet<String> = as_aliases(&spans);
+        let with_query = spans
+            .iter()
+            .any(|(p, _)| matches!(p, Piece::Word(w) if w.eq_ignore_ascii_case("with")));
+        // One scope per level of parentheses: the tables its FROM bound.
+        let mut scopes = vec![Scope::default()];
+        for (i, &(piece, at)) in spans.iter().enumerate() {
+            let word = match piece {
+                Piece::Word(word) => word,
+                Piece::Other(text) if !text.starts_with('\'') => {
+                    for c in text.chars() {
+                        if c == '(' {
+                            let scope = scopes.last_mut().expect("a scope");
+                            // A subquery as a FROM source: its columns are unknown.
+                            scope.derived |= scope.in_from;
+                            scopes.push(Scope::default());
+                        } else if c == ')' && scopes.len() > 1 {
+                            scopes.pop();
+                        }
+                    }
+                    continue;
+                }
+                Piece::Other(_) => continue,
+            };
+            let lower = word.to_lowercase();
+            let scope = scopes.last_mut().expect("a scope");
+            let slot = self.slot(&spans, i, scope.in_from);
+            match lower.as_str() {
+                "select" => *scope = Scope::default(),
+                "from" => {
+                    scope.from_seen = true;
+                    scope.in_from = true;
+                }
+                w if CLAUSE_ENDS.contains(&w) => scope.in_from = false,
+                _ if slot == Slot::Table => scope.tables.push(lower.clone()),
+                _ => {}
+            }
+            let end = at + word.len();
+            let inside_quotes = quoted.iter().any(|r| r.contains(&at));
+            if end <= new_from || inside_quotes || word.starts_with(|c: char| c.is_ascii_digit()) {
+                continue;
+            }
+            let growing = open && end == query.len();
+            let ok = match slot {
+                Slot::NewAlias | Slot::Free if growing => true,
+                Slot::NewAlias => true,
+                Slot::Table if with_query => true,
+                Slot::Table if growing => self.table_prefix(&lower),
+                Slot::Table => self.is_table(&lower),
+                Slot::ColumnOf(qualifier) => {
+                    let table = bound
+                        .iter()
+                        .find(|(n, _)| n.eq_ignore_ascii_case(qualifier))
+                        .map(|(_, t)| t.as_str())
+                        .or(Some(qualifier).filter(|q| self.is_table(&q.to_lowercase())));
+                    let fits = |name: &str| {
+                        if growing {
+                            name.starts_with(&lower)
+                        } else {
+                            name == lower
+                        }
+                    };
+                    match table
+                        .map(|t| t.to_lowercase())
+                        .and_then(|t| self.tables.get(&t))
+                    {
+                        Some(columns) => columns.iter().any(|c| fits(c)),
+                        None => {
+                            self.columns.iter().any(|c| fits(c)) || defined.iter().any(|d| fits(d))
+                        }
+                    }
+                }
+                Slot::Free => {
+                    let next = query[end..].trim_start().chars().next();
+                    let other_name = matches!(next, Some('.') | Some('('))
+                        || KEYWORDS.contains(&lower.as_str())
+                        || self.is_table(&lower)
+                        || defined.contains(&lower)
+                        || bound.iter().any(|(n, _)| *n == lower);
+                    other_name
+                        || (self.columns.contains(&lower)
+                            && self.in_scope(&scopes, &lower, with_query))
+                }
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Whether a bare column may stand here: once this level's FROM has
+    /// named its tables, it must be a column of one of them or of an
+    /// enclosing level's (a correlated reference); before that, or with a
+    /// subquery or WITH among the sources, any column may.
+    fn in_scope(&self, scopes: &[Scope], column: &str, with_query: bool) -> bool {
+        let here = scopes.last().expect("a scope");
+        if !here.from_seen || with_query || scopes.iter().any(|s| s.derived) {
+            return true;
+        }
+        scopes.iter().flat_map(|s| &s.tables).any(|t| {
+            self.tables
+                .get(t)
+                .is_some_and(|c| c.iter().any(|c| c == column))
+        })
+    }
+
+    /// The slot of word `i` from what stands before it.
+    fn slot<'a>(&self, spans: &[(Piece<'a>, usize)], i: usize, in_from: bool) -> Slot<'a> {
+        let before = |k: usize| i.checked_sub(k).map(|j| spans[j].0);
+        let gap = match before(1) {
+            Some(Piece::Other(t)) => {
+                t.trim_matches(|c: char| c.is_whitespace() || c == '"' || c == '`')
+            }
+            _ => return Slot::Free,
+        };
+        let word_before = match before(2) {
+            Some(Piece::Word(w)) => Some(w),
+            _ => None,
+        };
+        match (gap, word_before) {
+            (".", Some(qualifier)) => Slot::ColumnOf(qualifier),
+            ("", Some(w)) if w.eq_ignore_ascii_case("from") || w.eq_ignore_ascii_case("join") => {
+                Slot::Table
+            }
+            ("", Some(w)) if w.eq_ignore_ascii_case("as") => Slot::NewAlias,
+            // `FROM t alias`: a word straight after a table reference.
+            ("", Some(_)) if self.slot(spans, i - 2, in_from) == Slot::Table => Slot::NewAlias,
+            (",", _) if in_from => Slot::Table,
+            _ => Slot::Free,
+        }
+    }
+}
+
+/// What one level of a query has bound so far.
+#[derive(Debug, Default)]
+struct Scope {
+    from_seen: bool,
+    /// In the FROM clause now (a comma names another table).
+    in_from: bool,
+    /// A subquery is among the sources.
+    derived: bool,
+    tables: Vec<String>,
+}
+
+/// Words that end a FROM clause.
+const CLAUSE_ENDS: [&str; 10] = [
+    "where",
+    "group",
+    "order",
+    "having",
+    "limit",
+    "on",
+    "union",
+    "except",
+    "intersect",
+    "select",
+];
+
+/// The names given with AS (column and table aliases) anywhere in the query.
+fn as_aliases(spans: &[(Piece<'_>, usize)]) -> HashSet<String> {
+    let words: Vec<&str> = spans
+        .iter()
+        .filter_map(|(p, _)| match p {
+            Piece::Word(w) => Some(*w),
+            Piece::Other(_) => None,
+        })
+        .collect();
+    words
+        .windows(2)
+        .filter(|w| w[0].eq_ignore_ascii_case("as"))
+        .map(|w| w[1].to_lowercase())
+        .collect()
+}
+
+/// Byte ranges inside double quotes, backticks or brackets (an unclosed
+/// one runs to the end); string literals are whole pieces already.
+fn quoted_ranges(query: &str) -> Vec<std::ops::Range<usize>> {
+    let mut ranges = Vec::new();
+    let mut open: Option<(char, usize)> = None;
+    let mut in_literal = false;
+    for (i, c) in query.char_indices() {
+        match open {
+            Some((close, start)) if c == close => {
+                ranges.push(start..i);
+                open = None;
+            }
+            Some(_) => {}
+            None if c == '\'' => in_literal = !in_literal,
+            None if in_literal => {}
+            None => {
+                open = match c {
+                    '"' => Some(('"', i)),
+                    '`' => Some(('`', i)),
+                    '[' => Some((']', i)),
+                    _ => None,
+                }
+            }
+        }
+    }
+    if let Some((_, start)) = open {
+        ranges.push(start..query.len());
+    }
+    ranges
+}
+
+/// SQLite's keywords, type names and literal words: what may stand where
+/// a name may, without being one.
+const KEYWORDS: &[&str] = &[
+    "abort",
+    "action",
+    "add",
+    "after",
+    "all",
+    "alter",
+    "always",
+    "analyze",
+    "and",
+    "as",
+    "asc",
+    "attach",
+    "autoincrement",
+    "before",
+    "begin",
+    "between",
+    "by",
+    "cascade",
+    "case",
+    "cast",
+    "check",
+    "collate",
+    "column",
+    "commit",
+    "conflict",
+    "constraint",
+    "create",
+    "cross",
+    "current",
+    "current_date",
+    "current_time",
+    "current_timestamp",
+    "database",
+    "default",
+    "deferrable",
+    "deferred",
+    "delete",
+    "desc",
+    "detach",
+    "distinct",
+    "do",
+    "drop",
+    "each",
+    "else",
+    "end",
+    "escape",
+    "except",
+    "exclude",
+    "exclusive",
+    "exists",
+    "explain",
+    "fail",
+    "filter",
+    "first",
+    "following",
+    "for",
+    "foreign",
+    "from",
+    "full",
+    "generated",
+    "glob",
+    "group",
+    "groups",
+    "having",
+    "if",
+    "ignore",
+    "immediate",
+    "in",
+    "index",
+    "indexed",
+    "initially",
+    "inner",
+    "insert",
+    "instead",
+    "intersect",
+    "into",
+    "is",
+    "isnull",
+    "join",
+    "key",
+    "last",
+    "left",
+    "like",
+    "limit",
+    "match",
+    "materialized",
+    "natural",
+    "no",
+    "not",
+    "nothing",
+    "notnull",
+    "null",
+    "nulls",
+    "of",
+    "offset",
+    "on",
+    "or",
+    "order",
+    "others",
+    "outer",
+    "over",
+    "partition",
+    "plan",
+    "pragma",
+    "preceding",
+    "primary",
+    "query",
+    "raise",
+    "range",
+    "recursive",
+    "references",
+    "regexp",
+    "reindex",
+    "release",
+    "rename",
+    "replace",
+    "restrict",
+    "returning",
+    "right",
+    "rollback",
+    "row",
+    "rows",
+    "savepoint",
+    "select",
+    "set",
+    "table",
+    "temp",
+    "temporary",
+    "then",
+    "ties",
+    "to",
+    "transaction",
+    "trigger",
+    "unbounded",
+    "union",
+    "unique",
+    "update",
+    "using",
+    "vacuum",
+    "values",
+    "view",
+    "virtual",
+    "when",
+    "where",
+    "window",
+    "with",
+    "without",
+    "true",
+    "false",
+    "integer",
+    "int",
+    "real",
+    "text",
+    "numeric",
+    "float",
+    "double",
+    "decimal",
+    "varchar",
+    "char",
+    "blob",
+    "boolean",
+    "date",
+    "datetime",
+    "count",
+    "sum",
+    "avg",
+    "min",
+    "max",
+    "total",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::understand::demo;
+
+    fn checker() -> Box<dyn TextChecker> {
+        NameConstraint(SchemaVocabulary::of(&demo::schema())).checker()
+    }
+
+    /// Whether each piece in turn is allowed after the ones before.
+    fn verdicts(pieces: &[&str]) -> Vec<bool> {
+        let mut c = checker();
+        pieces
+            .iter()
+            .map(|p| {
+                let ok = c.allows(p);
+                c.push(p);
+                ok
+            })
+            .collect()
+    }
+
+    #[test]
+    fn outside_a_query_span_anything_goes() {
+        assert_eq!(
+            verdicts(&["The lift", " column", " is", " nosuch"]),
+            [true; 4]
+        );
+        // A closed span is over.
+        assert_eq!(
+            verdicts(&["```sql\nSELECT 1\n```", "\nnosuch here"]),
+            [true, true]
+        );
+    }
+
+    #[test]
+    fn a_table_after_from_or_join_is_checked_letter_by_letter() {
+        assert_eq!(
+            verdicts(&[
+                "```sql\nSELECT * FROM sing",
+                "er",
+                " AS T1 JOIN conc",
+                "ert"
+            ]),
+            [true, true, true, true]
+        );
+        assert_eq!(verdicts(&["<sql>SELECT * FROM", " singers"]), [true, false]);
+        assert_eq!(verdicts(&["<sql>SELECT * FROM", " plan"]), [true, false]);
+        // A comma in a FROM clause names another table.
+        assert_eq!(
+            verdicts(&["<sql>SELECT * FROM singer,", " stad"]),
+            [true, true]
+        );
+        assert_eq!(
+            verdicts(&["<sql>SELECT * FROM singer,", " pla"]),
+            [true, false]
+        );
+    }
+
+    #[test]
+    fn a_qualified_column_must_belong_to_its_table_once_known() {
+        // T1 is bound to singer: only singer's columns.
+        let bound = "<sql>SELECT count(*) FROM singer AS T1 WHERE T1.";
+        assert_eq!(verdicts(&[bound, "Age"]), [true, true]);
+        assert_eq!(verdicts(&[bound, "Capacity"]), [true, false]);
+        // Not yet bound (SELECT before FROM): any column of the schema.
+        assert_eq!(verdicts(&["<sql>SELECT T1.", "Capacity"]), [true, true]);
+        assert_eq!(verdicts(&["<sql>SELECT T1.", "lift"]), [true, false]);
+        // A table's own name qualifies its columns.
+        assert_eq!(verdicts(&["<sql>SELECT singer.", "Name"]), [true, true]);
+    }
+
+    #[test]
+    fn a_bare_word_is_judged_when_it_ends() {
+        let select = "```sql\nSELECT ";
+        // Still growing: could become anything.
+        assert_eq!(verdicts(&[select, "lif"]), [true, true]);
+        // Ended by a comma: an invented column is refused...
+        assert_eq!(verdicts(&[select, "lift,"]), [true, false]);
+        // ...a real column, a keyword, a function or a qualifier is not.
+        assert_eq!(verdicts(&[select, "Age,"]), [true, true]);
+        assert_eq!(verdicts(&[select, "DISTINCT "]), [true, true]);
+        assert_eq!(verdicts(&[select, "strftime("]), [true, true]);
+        assert_eq!(verdicts(&[select, "X.", "Age "]), [true, true, true]);
+        // Aliases bound with AS, literals, numbers and quoted names are free.
+        assert_eq!(
+            verdicts(&[select, "count(*) AS n FROM singer ORDER BY n "]),
+            [true, true]
+        );
+        assert_eq!(
+            verdicts(&[
+                select,
+                "Name FROM singer WHERE Country = 'Lift off' AND Age > 30 "
+            ]),
+            [true, true]
+        );
+        assert_eq!(
+            verdicts(&[select, "\"Song Name\" FROM singer "]),
+            [true, true]
+        );
+    }
+
+    #[test]
+    fn an_answer_that_is_a_query_is_checked_until_it_ends() {
+        assert_eq!(verdicts(&["SELECT", " lift,"]), [true, false]);
+        assert_eq!(verdicts(&["SEL", "ECT * FROM plan"]), [true, false]);
+        assert_eq!(
+            verdicts(&["SELECT Age FROM singer;", " The lift"]),
+            [true, true]
+        );
+        assert_eq!(
+            verdicts(&["SELECT Age FROM singer\n\n", "The lift"]),
+            [true, true]
+        );
+        // Once T1 is bound to singer, T1 has no concert_ID (T2 has).
+        assert_eq!(
+            verdicts(&[
+                "SELECT T1.Name FROM singer AS T1 JOIN concert AS T2 ON T1.",
+                "concert_ID"
+            ]),
+            [true, false]
+        );
+    }
+
+    #[test]
+    fn after_from_a_bare_column_belongs_to_the_tables_in_scope() {
+        // Age is singer's; Capacity is stadium's.
+        let outer = "SELECT Name FROM singer WHERE ";
+        assert_eq!(verdicts(&[outer, "Age >"]), [true, true]);
+        assert_eq!(verdicts(&[outer, "Capacity >"]), [true, false]);
+        // Before FROM, any column; a subquery sees its own and outer tables.
+        assert_eq!(verdicts(&["SELECT Capacity,"]), [true]);
+        let sub = "SELECT Name FROM singer WHERE Singer_ID IN (SELECT Singer_ID FROM singer_in_concert WHERE ";
+        assert_eq!(verdicts(&[sub, "concert_ID ="]), [true, true]);
+        assert_eq!(verdicts(&[sub, "Age ="]), [true, true]);
+        assert_eq!(verdicts(&[sub, "Capacity ="]), [true, false]);
+        // Back outside the subquery, its tables are out of scope.
+        assert_eq!(
+            verdicts(&[sub, "concert_ID = 1) AND concert_ID ="]),
+            [true, false]
+        );
+        // A subquery as a source: nothing can be ruled out.
+        assert_eq!(
+            verdicts(&[
+                "SELECT x FROM (SELECT Age AS x FROM singer) WHERE ",
+                "Capacity ="
+            ]),
+            [true, true]
+        );
+    }
+
+    #[test]
+    fn only_the_new_words_are_judged() {
+        // An earlier refused word that was written anyway does not block
+        // the rest of the query.
+        let mut c = checker();
+        c.push("<sql>SELECT lift, ");
+        assert!(c.allows("Age "));
+        assert!(!c.allows("drag "));
+    }
+}
