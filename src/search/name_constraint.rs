@@ -190,7 +190,7 @@ impl SchemaVocabulary {
             }
             let end = at + word.len();
             let inside_quotes = quoted.iter().any(|r| r.contains(&at));
-            if end <= new_from || inside_quotes || word.starts_with(|c: char| c.is_ascii_digit()) {
+            if end < new_from || inside_quotes || word.starts_with(|c: char| c.is_ascii_digit()) {
                 continue;
             }
             let growing = open && end == query.len();
@@ -610,6 +610,9 @@ mod tests {
         assert_eq!(verdicts(&[select, "lif"]), [true, true]);
         // Ended by a comma: an invented column is refused...
         assert_eq!(verdicts(&[select, "lift,"]), [true, false]);
+        // ...also when the piece that ends it only adds its terminator...
+        assert_eq!(verdicts(&[select, "lift", ","]), [true, true, false]);
+        assert_eq!(verdicts(&[select, "Age", ","]), [true, true, true]);
         // ...a real column, a keyword, a function or a qualifier is not.
         assert_eq!(verdicts(&[select, "Age,"]), [true, true]);
         assert_eq!(verdicts(&[select, "DISTINCT "]), [true, true]);
