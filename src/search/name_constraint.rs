@@ -195,8 +195,23 @@ impl SchemaVocabulary {
             }
             let growing = open && end == query.len();
             let ok = match slot {
-                Slot::NewAlias | Slot::Free if growing => true,
                 Slot::NewAlias => true,
+                // Once this level's FROM is written every name it may use is
+                // known: check as a prefix. Before, a qualifier may be an
+                // alias bound later, so wait for the word to end.
+                Slot::Free if growing => {
+                    !self.scope_known(&scopes, with_query)
+                        || KEYWORDS
+                            .iter()
+                            .chain(FUNCTIONS)
+                            .any(|k| k.starts_with(&lower))
+                        || self.tables.keys().any(|t| t.starts_with(&lower))
+                        || defined.iter().any(|d| d.starts_with(&lower))
+                        || bound.iter().any(|(n, _)| n.starts_with(&lower))
+                        || self
+                            .columns_in_scope(&scopes)
+                            .any(|c| c.starts_with(&lower))
+                }
                 Slot::Table if with_query => true,
                 Slot::Table if growing => self.table_prefix(&lower),
                 Slot::Table => self.is_table(&lower),
@@ -225,14 +240,23 @@ impl SchemaVocabulary {
                 }
                 Slot::Free => {
                     let next = query[end..].trim_start().chars().next();
-                    let other_name = matches!(next, Some('.') | Some('('))
-                        || KEYWORDS.contains(&lower.as_str())
-                        || self.is_table(&lower)
+                    let keyword = KEYWORDS.contains(&lower.as_str());
+                    let name = self.is_table(&lower)
                         || defined.contains(&lower)
                         || bound.iter().any(|(n, _)| *n == lower);
-                    other_name
-                        || (self.columns.contains(&lower)
-                            && self.in_scope(&scopes, &lower, with_query))
+                    match next {
+                        // A qualifier: perhaps an alias bound later.
+                        Some('.') => name || !self.scope_known(&scopes, with_query),
+                        // A call, or a keyword before a parenthesis (IN, EXISTS).
+                        Some('(') => keyword || FUNCTIONS.contains(&lower.as_str()),
+                        _ => {
+                            keyword
+                                || name
+                                || (self.columns.contains(&lower)
+                                    && (!self.scope_known(&scopes, with_query)
+                                        || self.columns_in_scope(&scopes).any(|c| *c == lower)))
+                        }
+                    }
                 }
             };
             if !ok {
@@ -242,20 +266,22 @@ impl SchemaVocabulary {
         true
     }
 
-    /// Whether a bare column may stand here: once this level's FROM has
-    /// named its tables, it must be a column of one of them or of an
-    /// enclosing level's (a correlated reference); before that, or with a
-    /// subquery or WITH among the sources, any column may.
-    fn in_scope(&self, scopes: &[Scope], column: &str, with_query: bool) -> bool {
+    /// Whether this level's sources are known: its FROM is written and
+    /// names only tables (no subquery or WITH source, whose columns are
+    /// not the schema's). Then a bare column must be one of these tables'
+    /// or an enclosing level's (a correlated reference).
+    fn scope_known(&self, scopes: &[Scope], with_query: bool) -> bool {
         let here = scopes.last().expect("a scope");
-        if !here.from_seen || with_query || scopes.iter().any(|s| s.derived) {
-            return true;
-        }
-        scopes.iter().flat_map(|s| &s.tables).any(|t| {
-            self.tables
-                .get(t)
-                .is_some_and(|c| c.iter().any(|c| c == column))
-        })
+        here.from_seen && !with_query && !scopes.iter().any(|s| s.derived)
+    }
+
+    /// The columns of the tables every level so far has bound.
+    fn columns_in_scope<'s>(&'s self, scopes: &'s [Scope]) -> impl Iterator<Item = &'s String> {
+        scopes
+            .iter()
+            .flat_map(|s| &s.tables)
+            .filter_map(|t| self.tables.get(t))
+            .flatten()
     }
 
     /// The slot of word `i` from what stands before it.
@@ -356,6 +382,86 @@ fn quoted_ranges(query: &str) -> Vec<std::ops::Range<usize>> {
     }
     ranges
 }
+
+/// SQLite's built-in functions (core, date, math, aggregate and window).
+const FUNCTIONS: &[&str] = &[
+    "abs",
+    "acos",
+    "asin",
+    "atan",
+    "atan2",
+    "avg",
+    "ceil",
+    "ceiling",
+    "char",
+    "coalesce",
+    "cos",
+    "count",
+    "cume_dist",
+    "date",
+    "datetime",
+    "degrees",
+    "dense_rank",
+    "exp",
+    "first_value",
+    "floor",
+    "format",
+    "glob",
+    "group_concat",
+    "hex",
+    "ifnull",
+    "iif",
+    "instr",
+    "julianday",
+    "lag",
+    "last_value",
+    "lead",
+    "length",
+    "like",
+    "ln",
+    "log",
+    "log10",
+    "log2",
+    "lower",
+    "ltrim",
+    "max",
+    "min",
+    "mod",
+    "nth_value",
+    "ntile",
+    "nullif",
+    "percent_rank",
+    "pi",
+    "pow",
+    "power",
+    "printf",
+    "quote",
+    "radians",
+    "random",
+    "rank",
+    "replace",
+    "round",
+    "row_number",
+    "rtrim",
+    "sign",
+    "sin",
+    "sqrt",
+    "strftime",
+    "string_agg",
+    "substr",
+    "substring",
+    "sum",
+    "tan",
+    "time",
+    "total",
+    "trim",
+    "trunc",
+    "typeof",
+    "unicode",
+    "unixepoch",
+    "upper",
+    "cast",
+];
 
 /// SQLite's keywords, type names and literal words: what may stand where
 /// a name may, without being one.
@@ -617,6 +723,7 @@ mod tests {
         assert_eq!(verdicts(&[select, "Age,"]), [true, true]);
         assert_eq!(verdicts(&[select, "DISTINCT "]), [true, true]);
         assert_eq!(verdicts(&[select, "strftime("]), [true, true]);
+        assert_eq!(verdicts(&[select, "liftoff("]), [true, false]);
         assert_eq!(verdicts(&[select, "X.", "Age "]), [true, true, true]);
         // Aliases bound with AS, literals, numbers and quoted names are free.
         assert_eq!(
@@ -664,6 +771,14 @@ mod tests {
         let outer = "SELECT Name FROM singer WHERE ";
         assert_eq!(verdicts(&[outer, "Age >"]), [true, true]);
         assert_eq!(verdicts(&[outer, "Capacity >"]), [true, false]);
+        // Checked letter by letter there: no singer column starts "Capa".
+        assert_eq!(verdicts(&[outer, "Ag"]), [true, true]);
+        assert_eq!(verdicts(&[outer, "Capa"]), [true, false]);
+        // Gluing a refused name to a call does not get it through.
+        assert_eq!(
+            verdicts(&["SELECT Name FROM singer ORDER BY Age", "LIMIT("]),
+            [true, false]
+        );
         // Before FROM, any column; a subquery sees its own and outer tables.
         assert_eq!(verdicts(&["SELECT Capacity,"]), [true]);
         let sub = "SELECT Name FROM singer WHERE Singer_ID IN (SELECT Singer_ID FROM singer_in_concert WHERE ";
