@@ -149,15 +149,9 @@ impl Engine {
         if result.is_none() {
             // No trajectory ended with a query that runs: one direct
             // generation (the greedy baseline's call, recorded in the trace,
-            // its misspelt names fixed) answers instead when its query runs.
+            // its misspelt names fixed as greedy's are) answers instead when
+            // its query runs.
             let mut direct = self.answer_by_vote(question, hint, 1, 0.0, trace)?;
-            if let (Some(written), Some(error)) = (&direct.sql, &direct.error) {
-                if let Some((fixed, result)) =
-                    self.names.fix_until_it_runs(&self.executor, written, error)
-                {
-                    (direct.sql, direct.result, direct.error) = (Some(fixed), Some(result), None);
-                }
-            }
             if direct.result.is_some() {
                 // It runs, and nothing else was checked: the Exec term alone.
                 direct.confidence = config.select.weights.exec;

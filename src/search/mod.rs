@@ -234,8 +234,21 @@ impl Engine {
         let outputs = call.outputs.clone();
         trace.calls.push(call);
 
-        let sqls: Vec<String> = outputs.iter().filter_map(|o| extract_sql(o)).collect();
-        let outcomes = self.executor.query_many(&sqls);
+        let written: Vec<String> = outputs.iter().filter_map(|o| extract_sql(o)).collect();
+        let ran = self.executor.query_many(&written);
+        // A misspelt or misplaced name with one clearly right replacement is
+        // fixed when the fixed query runs, as in the search's steps.
+        let (sqls, outcomes): (Vec<String>, Vec<_>) = written
+            .into_iter()
+            .zip(ran)
+            .map(|(sql, outcome)| match &outcome {
+                Err(e) => self
+                    .names
+                    .fix_until_it_runs(&self.executor, &sql, &e.to_string())
+                    .map_or((sql, outcome), |(fixed, result)| (fixed, Ok(result))),
+                Ok(_) => (sql, outcome),
+            })
+            .unzip();
         let chosen = choose_by_execution(&outcomes);
         for (i, (sql, outcome)) in sqls.iter().zip(&outcomes).enumerate() {
             let votes = chosen.votes[i];
@@ -416,6 +429,19 @@ mod tests {
         assert!(answer.trace.calls[0].prompt[1]
             .content
             .contains("CREATE TABLE singer"));
+    }
+
+    #[test]
+    fn a_misplaced_name_is_fixed_when_the_fixed_query_runs() {
+        let answer = engine(
+            vec!["```sql\nSELECT max(Agee) FROM singers\n```"],
+            Method::Greedy,
+        )
+        .answer("How old is the oldest singer?", None)
+        .unwrap();
+        assert_eq!(answer.sql.as_deref(), Some("SELECT max(Age) FROM singer"));
+        assert!(answer.result.is_some());
+        assert_eq!(answer.confidence, 1.0);
     }
 
     #[test]
