@@ -193,7 +193,19 @@ impl Search<'_> {
             if tree.exhausted(Tree::<NodeState>::ROOT) {
                 break;
             }
+            // Once the drawn samples settle on one answer, the samples
+            // already drawn join the tree (they cost no call) and the
+            // search ends: more rollouts would cost calls without changing
+            // the answer.
+            let settled = samples.settled(self.config);
+            if settled && samples.used >= samples.drawn.len() {
+                break;
+            }
             let selected = match self.config.design {
+                Design::Guided if settled => Selected {
+                    node: Tree::<NodeState>::ROOT,
+                    expand: self.direct_action(),
+                },
                 Design::Guided => tree.select_guided(&guidance),
                 Design::Paper => {
                     // Expansion: one untried valid action, chosen uniformly.
@@ -224,11 +236,6 @@ impl Search<'_> {
                 best_reward,
                 calls: calls.len(),
             });
-            // Once the drawn samples settle on one answer, more rollouts
-            // would cost calls without changing it.
-            if samples.used >= samples.drawn.len() && samples.settled(self.config) {
-                break;
-            }
         }
         Ok(SearchResult {
             tree,

@@ -19,10 +19,11 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// Where a query span opens and where it closes, as the answer formats
-/// write them; a bare query (an answer that is a query) also ends at a
-/// blank line.
+/// write them (a closing tag from its first two characters on, since it is
+/// written token by token); a bare query (an answer that is a query) also
+/// ends at a blank line.
 const OPENERS: [&str; 3] = ["```sqlite", "```sql", "<sql>"];
-const CLOSERS: [&str; 3] = ["```", "</sql>", ";"];
+const CLOSERS: [&str; 3] = ["```", "</", ";"];
 const BARE_STARTS: [&str; 2] = ["select", "with"];
 
 /// The schema's names, lowercased, as the constraint checks them.
@@ -669,6 +670,11 @@ mod tests {
         assert_eq!(
             verdicts(&["```sql\nSELECT 1\n```", "\nnosuch here"]),
             [true, true]
+        );
+        // A closing tag written a token at a time closes the span.
+        assert_eq!(
+            verdicts(&["<sql>\nSELECT Age FROM singer\n", "</", "sq", "l>"]),
+            [true; 4]
         );
     }
 
