@@ -104,8 +104,15 @@ fn resumed_run_equals_uninterrupted_run() {
         "{}",
         String::from_utf8_lossy(&report.stderr)
     );
-    let rows: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let rows = &report["runs"];
     assert_eq!(rows.as_array().unwrap().len(), 2);
+    // Compared question by question, the two runs differ on none.
+    let pairs = report["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 1);
+    assert_eq!(pairs[0]["all"]["questions"], 4);
+    assert_eq!(pairs[0]["all"]["difference"], 0.0);
+    assert_eq!(pairs[0]["all"]["p_value"], 1.0);
     for field in [
         "series",
         "budget",
@@ -119,7 +126,12 @@ fn resumed_run_equals_uninterrupted_run() {
     assert_eq!(rows[0]["series"], "greedy");
     let csv = std::fs::read_to_string(report_dir.join("runs.csv")).unwrap();
     assert_eq!(csv.lines().count(), 3);
-    for plot in ["ex-vs-budget", "tokens-vs-budget", "ex-vs-seconds"] {
+    for plot in [
+        "ex-vs-budget",
+        "tokens-vs-budget",
+        "ex-vs-generated-tokens",
+        "ex-vs-seconds",
+    ] {
         for ext in ["png", "svg"] {
             assert!(report_dir.join(format!("spider-{plot}.{ext}")).is_file());
         }
