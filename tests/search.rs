@@ -89,26 +89,18 @@ fn search_on_a_missing_database_is_one_line() {
     assert!(stderr.contains("/no/such.sqlite"));
 }
 
-#[test]
-fn paper_tree_search_with_two_rollouts_answers_and_traces_all_three_stages() {
-    let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("trace.json");
+/// `iesr search --method iesr ARGS` on the demo database about its singers,
+/// with IESR_HOME in `home`: the process's stdout and the trace it wrote.
+fn tree_search(home: &Path, args: &[&str]) -> (String, serde_json::Value) {
+    let trace = home.join("trace.json");
     let db = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/datasets/spider/database/concert_singer/concert_singer.sqlite");
     let output = Command::cargo_bin("iesr")
         .unwrap()
-        .env("IESR_HOME", dir.path())
-        .args([
-            "search",
-            "--method",
-            "iesr",
-            "--rollouts",
-            "2",
-            "--search",
-            "paper",
-            "--explain",
-            "--model",
-        ])
+        .env("IESR_HOME", home)
+        .args(["search", "--method", "iesr"])
+        .args(args)
+        .arg("--model")
         .arg(model_path())
         .arg("--db")
         .arg(db)
@@ -122,10 +114,18 @@ fn paper_tree_search_with_two_rollouts_answers_and_traces_all_three_stages() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let stdout = String::from_utf8(output.stdout).unwrap();
+    let trace = serde_json::from_str(&std::fs::read_to_string(trace).unwrap()).unwrap();
+    (String::from_utf8(output.stdout).unwrap(), trace)
+}
+
+#[test]
+fn paper_tree_search_with_two_rollouts_answers_and_traces_all_three_stages() {
+    let dir = tempfile::tempdir().unwrap();
+    let (stdout, trace) = tree_search(
+        dir.path(),
+        &["--rollouts", "2", "--search", "paper", "--explain"],
+    );
     assert!(stdout.contains("search tree:"), "{stdout}");
-    let trace: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(trace).unwrap()).unwrap();
     // Stage 1: the semantic-state call and its record.
     assert_eq!(trace["calls"][0]["stage"], "understanding");
     assert!(trace["understanding"]["state"].is_object());
@@ -160,28 +160,7 @@ fn paper_tree_search_with_two_rollouts_answers_and_traces_all_three_stages() {
 #[test]
 fn guided_search_starts_from_direct_samples_and_answers() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("trace.json");
-    let db = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/datasets/spider/database/concert_singer/concert_singer.sqlite");
-    let output = Command::cargo_bin("iesr")
-        .unwrap()
-        .env("IESR_HOME", dir.path())
-        .args(["search", "--method", "iesr", "--rollouts", "4", "--model"])
-        .arg(model_path())
-        .arg("--db")
-        .arg(db)
-        .arg("--trace")
-        .arg(&trace)
-        .arg("How many singers do we have?")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let trace: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(trace).unwrap()).unwrap();
+    let (stdout, trace) = tree_search(dir.path(), &["--rollouts", "4"]);
     let stages: Vec<&str> = trace["calls"]
         .as_array()
         .unwrap()
@@ -200,6 +179,5 @@ fn guided_search_starts_from_direct_samples_and_answers() {
         .find(|c| c["sql"] == answer)
         .unwrap();
     assert_eq!(candidate["execution"]["status"], "ok", "{candidate}");
-    let stdout = String::from_utf8(output.stdout).unwrap();
     assert!(stdout.contains("| 6 "), "{stdout}");
 }
