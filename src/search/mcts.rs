@@ -194,9 +194,9 @@ impl Search<'_> {
                 break;
             }
             // Once the drawn samples settle on one answer, the samples
-            // already drawn join the tree (they cost no call) and the
-            // search ends: more rollouts would cost calls without changing
-            // the answer.
+            // already drawn join the tree (drawing them again costs no
+            // call; one that failed is still revised) and the search ends:
+            // more rollouts would cost calls without changing the answer.
             let settled = samples.settled(self.config);
             if settled && samples.used >= samples.drawn.len() {
                 break;
