@@ -118,6 +118,27 @@ fn tree_search(home: &Path, args: &[&str]) -> (String, serde_json::Value) {
     (String::from_utf8(output.stdout).unwrap(), trace)
 }
 
+/// The stage of every call in a trace, in order.
+fn call_stages(trace: &serde_json::Value) -> Vec<&str> {
+    trace["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["stage"].as_str().unwrap())
+        .collect()
+}
+
+/// The trace's record of the candidate that became the answer.
+fn answer_candidate(trace: &serde_json::Value) -> &serde_json::Value {
+    let answer = trace["answer"].as_str().expect("an answer");
+    trace["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["sql"] == answer)
+        .expect("the answer is a candidate")
+}
+
 #[test]
 fn paper_tree_search_with_two_rollouts_answers_and_traces_all_three_stages() {
     let dir = tempfile::tempdir().unwrap();
@@ -131,12 +152,7 @@ fn paper_tree_search_with_two_rollouts_answers_and_traces_all_three_stages() {
     assert!(trace["understanding"]["state"].is_object());
     // Stage 2: a tree whose root saw both rollouts.
     assert_eq!(trace["tree"][0]["visits"], 2);
-    let stages: Vec<&str> = trace["calls"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["stage"].as_str().unwrap())
-        .collect();
+    let stages = call_stages(&trace);
     assert!(
         stages.iter().any(|s| s.starts_with("search A")),
         "{stages:?}"
@@ -146,12 +162,7 @@ fn paper_tree_search_with_two_rollouts_answers_and_traces_all_three_stages() {
     assert!(!selection.is_empty());
     let answer = trace["answer"].as_str().expect("an answer");
     assert!(selection.iter().any(|c| c["sql"] == answer));
-    let candidate = trace["candidates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["sql"] == answer)
-        .unwrap();
+    let candidate = answer_candidate(&trace);
     assert_eq!(candidate["execution"]["status"], "ok", "{candidate}");
     // The linking index went to the cache folder, not beside the database.
     assert!(dir.path().join("index").read_dir().unwrap().count() == 1);
@@ -161,23 +172,12 @@ fn paper_tree_search_with_two_rollouts_answers_and_traces_all_three_stages() {
 fn guided_search_starts_from_direct_samples_and_answers() {
     let dir = tempfile::tempdir().unwrap();
     let (stdout, trace) = tree_search(dir.path(), &["--rollouts", "4"]);
-    let stages: Vec<&str> = trace["calls"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["stage"].as_str().unwrap())
-        .collect();
+    let stages = call_stages(&trace);
     assert!(stages.contains(&"search A0 samples 0-3"), "{stages:?}");
     let tree = trace["tree"].as_array().unwrap();
     assert!(tree.iter().any(|n| n["action"] == "A0"));
-    // The answer counts the six singers.
-    let answer = trace["answer"].as_str().expect("an answer");
-    let candidate = trace["candidates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["sql"] == answer)
-        .unwrap();
+    // The answer runs and counts the six singers.
+    let candidate = answer_candidate(&trace);
     assert_eq!(candidate["execution"]["status"], "ok", "{candidate}");
     assert!(stdout.contains("| 6 "), "{stdout}");
 }
