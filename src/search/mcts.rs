@@ -609,14 +609,19 @@ pub(crate) mod tests {
         !prompt.contains("Step: ")
     }
 
-    #[test]
-    fn the_guided_search_takes_direct_samples_and_rewards_their_agreement() {
-        // Samples 0-2 count the singers; sample 3 counts one too many.
-        let model = ScriptedModel::responding(|prompt, i| match i {
+    /// Direct samples 0-2 count the singers; sample 3 counts one too many.
+    /// Reasoning steps write nothing useful.
+    fn three_of_four_samples_agree() -> ScriptedModel {
+        ScriptedModel::responding(|prompt, i| match i {
             _ if !is_direct(prompt) => "none".into(),
             3 => "```sql\nSELECT count(*) + 1 FROM singer\n```".into(),
             _ => "```sql\nSELECT count(*) FROM singer\n```".into(),
-        });
+        })
+    }
+
+    #[test]
+    fn the_guided_search_takes_direct_samples_and_rewards_their_agreement() {
+        let model = three_of_four_samples_agree();
         let config = MctsConfig {
             rollouts: 3,
             ..MctsConfig::default()
@@ -644,11 +649,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_search_stops_once_a_batch_of_samples_settles() {
-        let model = ScriptedModel::responding(|prompt, i| match i {
-            _ if !is_direct(prompt) => "none".into(),
-            3 => "```sql\nSELECT count(*) + 1 FROM singer\n```".into(),
-            _ => "```sql\nSELECT count(*) FROM singer\n```".into(),
-        });
+        let model = three_of_four_samples_agree();
         let config = MctsConfig {
             rollouts: 8,
             settle: 0.75,
