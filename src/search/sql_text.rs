@@ -165,6 +165,131 @@ pub fn table_aliases(sql: &str) -> Vec<(String, String)> {
     out
 }
 
+/// Byte offset of `piece` (a slice of `sql`) in `sql`.
+fn offset_in(sql: &str, piece: &str) -> usize {
+    piece.as_ptr() as usize - sql.as_ptr() as usize
+}
+
+fn is_word_piece(piece: &Piece<'_>, word: &str) -> bool {
+    matches!(piece, Piece::Word(w) if w.eq_ignore_ascii_case(word))
+}
+
+/// `sql` with every bare `column` (not qualified, not a qualifier, not a
+/// table or alias being bound, not a function name) written
+/// `qualifier.column`; None when there is none.
+pub fn qualify_bare(sql: &str, column: &str, qualifier: &str) -> Option<String> {
+    let mut pieces = pieces(sql);
+    let qualified = format!("{qualifier}.{column}");
+    let mut replaced = false;
+    for i in 0..pieces.len() {
+        if !is_word_piece(&pieces[i], column) {
+            continue;
+        }
+        let before = i.checked_sub(1).map(|j| pieces[j]);
+        let after = pieces.get(i + 1).copied();
+        let opens_call = matches!(after, Some(Piece::Other(t)) if t.trim_start().starts_with('('));
+        let binds = i >= 2
+            && ["from", "join", "as"]
+                .iter()
+                .any(|k| is_word_piece(&pieces[i - 2], k));
+        let quotes = ['"', '`'];
+        let is_qualifier =
+            matches!(after, Some(Piece::Other(t)) if t.trim_start_matches(quotes).starts_with('.'));
+        let is_qualified =
+            matches!(before, Some(Piece::Other(t)) if t.trim_end_matches(quotes).ends_with('.'));
+        if is_qualifier || is_qualified || opens_call || binds {
+            continue;
+        }
+        pieces[i] = Piece::Word(&qualified);
+        replaced = true;
+    }
+    replaced.then(|| join(&pieces))
+}
+
+/// Words that end a FROM clause at its own level.
+const FROM_CLAUSE_ENDS: &[&str] = &[
+    "where",
+    "group",
+    "order",
+    "limit",
+    "having",
+    "union",
+    "except",
+    "intersect",
+    "window",
+];
+
+/// `sql` with `join` (a whole `JOIN ... ON ...` clause) added at the end of
+/// the one FROM clause that binds `name` (an alias, or a table under its
+/// own name). None when no clause, or more than one, binds `name`.
+pub fn add_join(sql: &str, name: &str, join: &str) -> Option<String> {
+    let pieces = pieces(sql);
+    let words: Vec<usize> = (0..pieces.len())
+        .filter(|&i| matches!(pieces[i], Piece::Word(_)))
+        .collect();
+    let word = |k: usize| match words.get(k).map(|&i| pieces[i]) {
+        Some(Piece::Word(w)) => Some(w),
+        _ => None,
+    };
+    let mut binding = None;
+    for k in 0..words.len() {
+        let opens = word(k)
+            .is_some_and(|w| w.eq_ignore_ascii_case("from") || w.eq_ignore_ascii_case("join"));
+        if !opens {
+            continue;
+        }
+        let alias_at = if word(k + 2).is_some_and(|w| w.eq_ignore_ascii_case("as")) {
+            k + 3
+        } else {
+            k + 2
+        };
+        let binds = |at: usize| word(at).is_some_and(|w| w.eq_ignore_ascii_case(name));
+        if binds(k + 1) || binds(alias_at) {
+            if binding.is_some() {
+                return None;
+            }
+            binding = Some(words[k + 1]);
+        }
+    }
+    // Forward from the bound table to where its FROM clause ends: a
+    // clause word at the same depth, the parenthesis that closes the
+    // level, a semicolon, or the end.
+    let mut depth = 0i32;
+    let mut end = sql.len();
+    'scan: for piece in &pieces[binding? + 1..] {
+        match piece {
+            Piece::Word(w)
+                if depth == 0 && FROM_CLAUSE_ENDS.iter().any(|k| w.eq_ignore_ascii_case(k)) =>
+            {
+                end = offset_in(sql, w);
+                break;
+            }
+            Piece::Other(t) if !t.starts_with('\'') => {
+                for (at, c) in t.char_indices() {
+                    depth += match c {
+                        '(' => 1,
+                        ')' => -1,
+                        _ => 0,
+                    };
+                    if depth < 0 || (c == ';' && depth == 0) {
+                        end = offset_in(sql, t) + at;
+                        break 'scan;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let head = sql[..end].trim_end();
+    let tail = sql[end..].trim_start();
+    let gap = if tail.is_empty() || tail.starts_with([')', ';']) {
+        ""
+    } else {
+        " "
+    };
+    Some(format!("{head} {join}{gap}{tail}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,5 +331,32 @@ mod tests {
             has("pilot", "pilot") && !pairs.iter().any(|(n, _)| n == "WHERE"),
             "{pairs:?}"
         );
+    }
+
+    #[test]
+    fn bare_names_are_qualified_where_they_are_column_references() {
+        let sql = "SELECT Course, T.Course, count(Course) FROM Course AS Course WHERE Course(1) = 'Course'";
+        assert_eq!(
+            qualify_bare(sql, "course", "c").as_deref(),
+            Some("SELECT c.course, T.Course, count(c.course) FROM Course AS Course WHERE Course(1) = 'Course'")
+        );
+    }
+
+    #[test]
+    fn a_join_goes_at_the_end_of_its_own_from_clause() {
+        let join = "JOIN x ON T2.k = x.k";
+        let sql =
+            "SELECT * FROM a AS T1 JOIN b AS T2 ON T1.id = T2.id\nWHERE (T1.v > 1) ORDER BY 1;";
+        assert_eq!(
+            add_join(sql, "T2", join).as_deref(),
+            Some("SELECT * FROM a AS T1 JOIN b AS T2 ON T1.id = T2.id JOIN x ON T2.k = x.k WHERE (T1.v > 1) ORDER BY 1;")
+        );
+        let nested = "SELECT * FROM a WHERE id IN (SELECT id FROM b)";
+        assert_eq!(
+            add_join(nested, "b", "JOIN x ON b.k = x.k").as_deref(),
+            Some("SELECT * FROM a WHERE id IN (SELECT id FROM b JOIN x ON b.k = x.k)")
+        );
+        // A table bound twice leaves the place open.
+        assert_eq!(add_join("SELECT * FROM b JOIN b AS c", "b", join), None);
     }
 }

@@ -5,8 +5,10 @@
 //! name with one clearly closest real name is also fixed in place
 //! (`SchemaNames::fix`), since small models often repeat the misspelling.
 
+mod join;
+
 use super::reasoner::truncate_chars;
-use super::sql_text::{replace_identifier, replace_qualified, table_aliases};
+use super::sql_text::{qualify_bare, replace_identifier, replace_qualified, table_aliases};
 use crate::db::{Executor, QueryResult, Schema};
 use crate::understand::text::similarity;
 use std::sync::Arc;
@@ -19,13 +21,16 @@ const MAX_CHARS: usize = 320;
 /// Least edit-distance similarity (1 - distance / longer length) for a name
 /// to replace a missing one without asking: one typo in a 4-letter name.
 const MIN_FIX_SIMILARITY: f64 = 0.7;
-/// Names fixed in one query at most (each fix needs one more execution).
+/// Fixes chained on one query at most.
 const MAX_FIXES: usize = 3;
+/// Fixed queries executed for one failed query at most.
+const MAX_TRIES: usize = 6;
 
-/// The table and column names of a database.
+/// The table and column names of a database, and its foreign keys.
 #[derive(Debug, Clone, Default)]
 pub struct SchemaNames {
     tables: Vec<(String, Vec<String>)>,
+    keys: Vec<join::KeyLink>,
 }
 
 impl SchemaNames {
@@ -41,6 +46,7 @@ impl SchemaNames {
                     )
                 })
                 .collect(),
+            keys: key_links(schema),
         }
     }
 
@@ -114,69 +120,142 @@ impl SchemaNames {
         )
     }
 
-    /// The query with the missing table or column of `error` replaced by the
-    /// one real name closest to it, when one is close and clearly closest.
-    /// A column of the query's own tables is preferred; failing that, a query
-    /// that reads one table is pointed at the one other table that has the
-    /// column. None when no such fix exists.
-    pub fn fix(&self, error: &str, sql: &str) -> Option<String> {
+    /// Fixed versions of `sql` for a name `error` complains of, the likeliest
+    /// first: a misspelt table or column replaced by the one real name
+    /// clearly closest to it (a column of the query's own tables first), a
+    /// one-table query pointed at the one other table that has the column,
+    /// the table holding the column joined along a foreign key, an
+    /// ambiguous column qualified. Empty when there is no such fix.
+    pub fn fixes(&self, error: &str, sql: &str) -> Vec<String> {
         if let Some(name) = after(error, "no such column:") {
-            let (qualifier, column) = match name.rsplit_once('.') {
-                Some((qualifier, column)) => (Some(qualifier), column),
-                None => (None, name),
-            };
-            if let Some(fixed) = qualifier.and_then(|q| self.requalify(sql, q, column)) {
-                return Some(fixed);
-            }
-            let used = self.tables_used(sql);
-            let own = used
-                .iter()
-                .flat_map(|(_, cols)| cols.iter().map(|c| (c.as_str(), ())));
-            if let Some((real, ())) = clearly_closest(column, own) {
-                // Present under this spelling: the error lies elsewhere.
-                return (!real.eq_ignore_ascii_case(column))
-                    .then(|| replace_identifier(sql, column, real))
-                    .flatten();
-            }
-            let [(only, _)] = used.as_slice() else {
-                return None;
-            };
-            let elsewhere = self
-                .tables
-                .iter()
-                .filter(|(t, _)| t != only)
-                .flat_map(|(t, cols)| cols.iter().map(move |c| (c.as_str(), t.as_str())));
-            let (real, table) = clearly_closest(column, elsewhere)?;
-            let moved = replace_identifier(sql, only, table)?;
-            if real.eq_ignore_ascii_case(column) {
-                Some(moved)
-            } else {
-                replace_identifier(&moved, column, real)
-            }
+            self.column_fixes(name, sql)
         } else if let Some(name) = after(error, "no such table:") {
             let tables = self.tables.iter().map(|(t, _)| (t.as_str(), ()));
-            let (real, ()) = clearly_closest(name, tables)?;
-            replace_identifier(sql, name, real)
+            clearly_closest(name, tables)
+                .and_then(|(real, ())| replace_identifier(sql, name, real))
+                .into_iter()
+                .collect()
+        } else if let Some(name) = after(error, "ambiguous column name:") {
+            self.qualify_ambiguous(name, sql).into_iter().collect()
         } else {
-            None
+            Vec::new()
         }
     }
 
-    /// `sql`, which failed with `error`, with names fixed one after another
-    /// (at most [`MAX_FIXES`]) until it runs, and its result; None when a
-    /// name cannot be fixed or the query still fails.
+    fn column_fixes(&self, name: &str, sql: &str) -> Vec<String> {
+        let (qualifier, column) = match name.rsplit_once('.') {
+            Some((qualifier, column)) => (Some(qualifier), column),
+            None => (None, name),
+        };
+        let mut fixes = Vec::new();
+        fixes.extend(qualifier.and_then(|q| self.requalify(sql, q, column)));
+        let names_unjoined_table = qualifier.is_some_and(|q| {
+            !table_aliases(sql)
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case(q))
+                && self.tables.iter().any(|(t, _)| t.eq_ignore_ascii_case(q))
+        });
+        if names_unjoined_table {
+            fixes.extend(self.join_missing(sql, qualifier, column));
+            return fixes;
+        }
+        let used = self.tables_used(sql);
+        let own = used
+            .iter()
+            .flat_map(|(_, cols)| cols.iter().map(|c| (c.as_str(), ())));
+        if let Some((real, ())) = clearly_closest(column, own) {
+            // Present under this spelling: the error lies elsewhere.
+            if !real.eq_ignore_ascii_case(column) {
+                fixes.extend(replace_identifier(sql, column, real));
+            }
+            return fixes;
+        }
+        if let [(only, _)] = used.as_slice() {
+            fixes.extend(self.move_to_table(sql, only, column));
+        }
+        fixes.extend(self.join_missing(sql, qualifier, column));
+        fixes
+    }
+
+    /// A one-table query on `only` pointed at the one other table with a
+    /// column clearly closest to `column`.
+    fn move_to_table(&self, sql: &str, only: &str, column: &str) -> Option<String> {
+        let elsewhere = self
+            .tables
+            .iter()
+            .filter(|(t, _)| t != only)
+            .flat_map(|(t, cols)| cols.iter().map(move |c| (c.as_str(), t.as_str())));
+        let (real, table) = clearly_closest(column, elsewhere)?;
+        let moved = replace_identifier(sql, only, table)?;
+        if real.eq_ignore_ascii_case(column) {
+            Some(moved)
+        } else {
+            replace_identifier(&moved, column, real)
+        }
+    }
+
+    /// Bare `column` qualified with the first of the query's tables that
+    /// has it (inner joins on it give every side the same value).
+    fn qualify_ambiguous(&self, column: &str, sql: &str) -> Option<String> {
+        let bound = table_aliases(sql);
+        let owner = bound.iter().map(|(_, t)| t).find(|t| {
+            self.tables.iter().any(|(name, cols)| {
+                name.eq_ignore_ascii_case(t) && cols.iter().any(|c| c.eq_ignore_ascii_case(column))
+            })
+        })?;
+        let mut names: Vec<&str> = bound
+            .iter()
+            .filter(|(_, t)| t.eq_ignore_ascii_case(owner))
+            .map(|(n, _)| n.as_str())
+            .collect();
+        names.dedup();
+        let name = match names.as_slice() {
+            [table] => *table,
+            [table, alias] if table.eq_ignore_ascii_case(owner) => *alias,
+            _ => return None,
+        };
+        qualify_bare(sql, column, name)
+    }
+
+    /// `sql`, which failed with `error`, fixed until it runs (a chain of at
+    /// most [`MAX_FIXES`] fixes, trying the alternatives of each step in
+    /// order, [`MAX_TRIES`] executions in all), and its result; None when
+    /// no chain runs.
     pub fn fix_until_it_runs(
         &self,
         executor: &Executor,
         sql: &str,
         error: &str,
     ) -> Option<(String, Arc<QueryResult>)> {
-        let (mut sql, mut error) = (sql.to_string(), error.to_string());
-        for _ in 0..MAX_FIXES {
-            let fixed = self.fix(&error, &sql)?;
+        let mut tries = 0;
+        self.fix_chain(executor, sql, error, MAX_FIXES, &mut tries)
+    }
+
+    fn fix_chain(
+        &self,
+        executor: &Executor,
+        sql: &str,
+        error: &str,
+        depth: usize,
+        tries: &mut usize,
+    ) -> Option<(String, Arc<QueryResult>)> {
+        if depth == 0 {
+            return None;
+        }
+        for fixed in self.fixes(error, sql) {
+            if *tries >= MAX_TRIES {
+                return None;
+            }
+            *tries += 1;
             match executor.query(&fixed) {
                 Ok(result) => return Some((fixed, result)),
-                Err(e) => (sql, error) = (fixed, e.to_string()),
+                Err(e) => {
+                    let chained =
+                        self.fix_chain(executor, &fixed, &e.to_string(), depth - 1, tries);
+                    if chained.is_some() {
+                        return chained;
+                    }
+                }
             }
         }
         None
@@ -215,16 +294,52 @@ impl SchemaNames {
         replace_qualified(sql, (qualifier, column), (name, real))
     }
 
-    /// The tables `sql` names.
+    /// The tables `sql` reads: those its FROM and JOIN clauses bind, or,
+    /// when none is found there, every table it names.
     fn tables_used(&self, sql: &str) -> Vec<&(String, Vec<String>)> {
-        let identifiers: Vec<&str> = sql
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .collect();
+        let bound = table_aliases(sql);
+        let identifiers: Vec<&str> = if bound.is_empty() {
+            sql.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .collect()
+        } else {
+            bound.iter().map(|(_, t)| t.as_str()).collect()
+        };
         self.tables
             .iter()
             .filter(|(t, _)| identifiers.iter().any(|i| i.eq_ignore_ascii_case(t)))
             .collect()
     }
+}
+
+/// Every foreign key of `schema` whose target column is known (named, or
+/// the target table's one primary-key column).
+fn key_links(schema: &Schema) -> Vec<join::KeyLink> {
+    schema
+        .tables
+        .iter()
+        .flat_map(|t| t.foreign_keys.iter().map(move |fk| (t, fk)))
+        .filter_map(|(t, fk)| {
+            let other = schema.table(&fk.foreign_table)?;
+            let other_column = match &fk.foreign_column {
+                Some(c) => c.clone(),
+                None => match other
+                    .columns
+                    .iter()
+                    .filter(|c| c.primary_key)
+                    .collect::<Vec<_>>()[..]
+                {
+                    [pk] => pk.name.clone(),
+                    _ => return None,
+                },
+            };
+            Some(join::KeyLink {
+                table: t.name.clone(),
+                column: fk.column.clone(),
+                other: other.name.clone(),
+                other_column,
+            })
+        })
+        .collect()
 }
 
 /// The name most like `wanted` (with what it came with), if similar enough
@@ -276,6 +391,12 @@ fn closest<'a>(wanted: &str, names: impl Iterator<Item = (&'a str, String)>) -> 
 mod tests {
     use super::*;
 
+    impl SchemaNames {
+        fn fix(&self, error: &str, sql: &str) -> Option<String> {
+            self.fixes(error, sql).into_iter().next()
+        }
+    }
+
     fn names() -> SchemaNames {
         SchemaNames {
             tables: vec![
@@ -292,6 +413,7 @@ mod tests {
                     vec!["ID".into(), "Airport_ID".into(), "Aircraft_ID".into()],
                 ),
             ],
+            keys: Vec::new(),
         }
     }
 
@@ -363,6 +485,7 @@ mod tests {
         // Two names equally close: no guess.
         let two = SchemaNames {
             tables: vec![("t".into(), vec!["Speed_Max".into(), "Speed_Min".into()])],
+            keys: Vec::new(),
         };
         assert_eq!(
             two.fix("no such column: Speed_M", "SELECT Speed_M FROM t"),

@@ -1,0 +1,228 @@
+//! A column the query's tables lack, held by a table one foreign key away:
+//! small models often write a column of the table they meant to join
+//! without writing the join. The join is added along that key.
+
+use super::super::sql_text::{add_join, qualify_bare, replace_qualified, table_aliases};
+use super::SchemaNames;
+use crate::db::quote_identifier;
+
+/// One foreign key: `table.column` refers to `other.other_column`.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct KeyLink {
+    pub table: String,
+    pub column: String,
+    pub other: String,
+    pub other_column: String,
+}
+
+impl SchemaNames {
+    /// `sql` with the table that holds the missing `qualifier.column` (or
+    /// bare `column`) joined along the one key that links it to one of the
+    /// query's tables, and the reference pointed at it. None unless exactly
+    /// one such table and key exist.
+    pub(super) fn join_missing(
+        &self,
+        sql: &str,
+        qualifier: Option<&str>,
+        column: &str,
+    ) -> Option<String> {
+        let bound = table_aliases(sql);
+        let is_bound = |table: &str| bound.iter().any(|(_, t)| t.eq_ignore_ascii_case(table));
+        let has_column = |table: &str| {
+            self.tables.iter().any(|(t, cols)| {
+                t.eq_ignore_ascii_case(table) && cols.iter().any(|c| c.eq_ignore_ascii_case(column))
+            })
+        };
+        // A qualifier that names an unjoined table says which table is meant.
+        let named = qualifier.filter(|q| !bound.iter().any(|(n, _)| n.eq_ignore_ascii_case(q)));
+        let holders: Vec<&str> = self
+            .tables
+            .iter()
+            .map(|(t, _)| t.as_str())
+            .filter(|t| !is_bound(t) && has_column(t))
+            .filter(|t| named.is_none_or(|q| q.eq_ignore_ascii_case(t)))
+            .collect();
+        // Every (holder, key) pair reaching a table of the query.
+        let reachable: Vec<(&str, &KeyLink)> = holders
+            .iter()
+            .flat_map(|&h| self.keys_between(h, &is_bound).map(move |k| (h, k)))
+            .collect();
+        let [(holder, key)] = reachable.as_slice() else {
+            return None;
+        };
+        let (near_table, near_column, far_column) = if key.table.eq_ignore_ascii_case(holder) {
+            (&key.other, &key.other_column, &key.column)
+        } else {
+            (&key.table, &key.column, &key.other_column)
+        };
+        // The query's name for the table joined to: its alias if it has one.
+        let mut names: Vec<&str> = bound
+            .iter()
+            .filter(|(_, t)| t.eq_ignore_ascii_case(near_table))
+            .map(|(n, _)| n.as_str())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        // The qualifier written names the table joined to, when it is that
+        // table's; otherwise its one alias, or its own name.
+        let near = match (qualifier, names.as_slice()) {
+            (Some(q), _) if names.iter().any(|n| n.eq_ignore_ascii_case(q)) => q,
+            (_, [table]) => *table,
+            (_, [a, b]) if a.eq_ignore_ascii_case(near_table) => *b,
+            (_, [a, b]) if b.eq_ignore_ascii_case(near_table) => *a,
+            _ => return None,
+        };
+        let holder_q = quote_identifier(holder);
+        let join = format!(
+            "JOIN {holder_q} ON {near}.{} = {holder_q}.{}",
+            quote_identifier(near_column),
+            quote_identifier(far_column)
+        );
+        let joined = add_join(sql, near, &join)?;
+        match (qualifier, named) {
+            // Already written `holder.column`: the join makes it valid.
+            (Some(_), Some(_)) => Some(joined),
+            (Some(q), None) => replace_qualified(&joined, (q, column), (&holder_q, column)),
+            (None, _) => qualify_bare(&joined, column, &holder_q),
+        }
+    }
+
+    /// The keys linking `holder` to a table `is_bound` accepts.
+    fn keys_between<'a>(
+        &'a self,
+        holder: &'a str,
+        is_bound: &'a impl Fn(&str) -> bool,
+    ) -> impl Iterator<Item = &'a KeyLink> + 'a {
+        self.keys.iter().filter(move |k| {
+            (k.table.eq_ignore_ascii_case(holder) && is_bound(&k.other))
+                || (k.other.eq_ignore_ascii_case(holder) && is_bound(&k.table))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::db::{ExecConfig, Executor, IntrospectOptions, Schema};
+    use crate::search::repair::SchemaNames;
+
+    /// Teachers, courses and the table that arranges them, with keys.
+    fn school() -> (tempfile::TempDir, Executor, SchemaNames) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("school.sqlite");
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE course (Course_ID INTEGER PRIMARY KEY, Course TEXT, Room TEXT);
+             CREATE TABLE teacher (Teacher_ID INTEGER PRIMARY KEY, Name TEXT, Room TEXT);
+             CREATE TABLE course_arrange (Course_ID INTEGER REFERENCES course(Course_ID),
+                 Teacher_ID INTEGER REFERENCES teacher, Grade INTEGER);
+             INSERT INTO course VALUES (1, 'Math', 'A'), (2, 'Art', 'B');
+             INSERT INTO teacher VALUES (10, 'Joe', 'C'), (11, 'Ann', 'D');
+             INSERT INTO course_arrange VALUES (1, 10, 3), (2, 11, 1);",
+        )
+        .unwrap();
+        drop(conn);
+        let schema = Schema::load(&path, &IntrospectOptions::default()).unwrap();
+        let executor = Executor::open(&path, ExecConfig::default()).unwrap();
+        (dir, executor, SchemaNames::of(&schema))
+    }
+
+    #[test]
+    fn a_column_of_an_unjoined_table_is_reached_along_its_key() {
+        let (_dir, executor, names) = school();
+        let sql = "SELECT T1.Name, T2.Course FROM course_arrange AS T1 JOIN course AS T2 ON T1.Course_ID = T2.Course_ID ORDER BY T2.Course";
+        let (fixed, result) = names
+            .fix_until_it_runs(&executor, sql, "no such column: T1.Name")
+            .unwrap();
+        assert_eq!(
+            fixed,
+            "SELECT teacher.Name, T2.Course FROM course_arrange AS T1 JOIN course AS T2 ON T1.Course_ID = T2.Course_ID JOIN teacher ON T1.Teacher_ID = teacher.Teacher_ID ORDER BY T2.Course"
+        );
+        assert_eq!(result.rows.len(), 2);
+    }
+
+    #[test]
+    fn the_qualifier_written_says_where_the_join_goes() {
+        let (_dir, executor, names) = school();
+        // course_arrange is also read in the subquery; T2 names the outer one.
+        let sql = "SELECT T2.Name FROM course AS T1 JOIN course_arrange AS T2 ON T1.Course_ID = T2.Course_ID WHERE T2.Grade NOT IN (SELECT Grade FROM course_arrange WHERE Grade < 2)";
+        let (fixed, result) = names
+            .fix_until_it_runs(&executor, sql, "no such column: T2.Name")
+            .unwrap();
+        assert_eq!(
+            fixed,
+            "SELECT teacher.Name FROM course AS T1 JOIN course_arrange AS T2 ON T1.Course_ID = T2.Course_ID JOIN teacher ON T2.Teacher_ID = teacher.Teacher_ID WHERE T2.Grade NOT IN (SELECT Grade FROM course_arrange WHERE Grade < 2)"
+        );
+        assert_eq!(result.rows.len(), 1);
+        // A column whose name is also a table's name is still missing from
+        // the query's own tables.
+        let sql = "SELECT T1.Course FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID";
+        let (fixed, _) = names
+            .fix_until_it_runs(&executor, sql, "no such column: T1.Course")
+            .unwrap();
+        assert!(
+            fixed.ends_with("JOIN course ON T1.Course_ID = course.Course_ID"),
+            "{fixed}"
+        );
+    }
+
+    #[test]
+    fn a_bare_column_in_a_subquery_joins_at_the_subquerys_level() {
+        let (_dir, executor, names) = school();
+        let sql = "SELECT Course FROM course WHERE Course_ID IN (SELECT Course_ID FROM course_arrange WHERE Name = 'Joe')";
+        let (fixed, result) = names
+            .fix_until_it_runs(&executor, sql, "no such column: Name")
+            .unwrap();
+        assert_eq!(
+            fixed,
+            "SELECT Course FROM course WHERE Course_ID IN (SELECT Course_ID FROM course_arrange JOIN teacher ON course_arrange.Teacher_ID = teacher.Teacher_ID WHERE teacher.Name = 'Joe')"
+        );
+        assert_eq!(result.rows.len(), 1);
+    }
+
+    #[test]
+    fn a_column_qualified_by_an_unjoined_table_gets_that_table_joined() {
+        let (_dir, _executor, names) = school();
+        let sql = "SELECT Grade FROM course_arrange WHERE teacher.Name = 'Ann'";
+        assert_eq!(
+            names.fixes("no such column: teacher.Name", sql),
+            vec!["SELECT Grade FROM course_arrange JOIN teacher ON course_arrange.Teacher_ID = teacher.Teacher_ID WHERE teacher.Name = 'Ann'"]
+        );
+    }
+
+    #[test]
+    fn a_one_table_query_is_first_moved_then_joined() {
+        let (_dir, _executor, names) = school();
+        let sql = "SELECT Name FROM course_arrange WHERE Grade > 1";
+        assert_eq!(
+            names.fixes("no such column: Name", sql),
+            vec![
+                "SELECT Name FROM teacher WHERE Grade > 1",
+                "SELECT teacher.Name FROM course_arrange JOIN teacher ON course_arrange.Teacher_ID = teacher.Teacher_ID WHERE Grade > 1",
+            ]
+        );
+    }
+
+    #[test]
+    fn an_ambiguous_column_takes_the_first_table_that_has_it() {
+        let (_dir, executor, names) = school();
+        let sql = "SELECT Teacher_ID FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID";
+        let error = executor.query(sql).unwrap_err().to_string();
+        let (fixed, _) = names.fix_until_it_runs(&executor, sql, &error).unwrap();
+        assert_eq!(
+            fixed,
+            "SELECT T1.Teacher_ID FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID"
+        );
+    }
+
+    #[test]
+    fn no_join_is_guessed_when_two_tables_could_hold_the_column() {
+        let (_dir, _executor, names) = school();
+        // Course and teacher both have a `Room` and are both one key from
+        // course_arrange: the choice is left open.
+        let sql = "SELECT Room FROM course_arrange WHERE Grade > 1";
+        assert!(names.fixes("no such column: Room", sql).is_empty());
+        // No table has `Title`.
+        let sql = "SELECT Title FROM course_arrange";
+        assert!(names.fixes("no such column: Title", sql).is_empty());
+    }
+}
