@@ -267,6 +267,14 @@ struct MethodArgs {
     /// sampling refuses them, on the in-process backends).
     #[arg(long)]
     no_name_constraint: bool,
+    /// Above this many characters of schema, the one-call prompts (greedy,
+    /// sc, the search's direct samples) show only the tables the question
+    /// needs most, within this many.
+    #[arg(long, default_value_t = iesr::search::DEFAULT_FOCUS_CHARS)]
+    focus_chars: usize,
+    /// Show every table in every prompt, however wide the schema.
+    #[arg(long)]
+    no_focus: bool,
     #[command(flatten)]
     search: TreeSearchArgs,
 }
@@ -357,6 +365,7 @@ impl MethodArgs {
             seed: self.seed,
             max_tokens: self.max_tokens,
             name_constraint: !self.no_name_constraint,
+            focus_chars: (!self.no_focus).then_some(self.focus_chars),
             iesr: self.search.config(gpu_class)?,
             ..SearchConfig::default()
         })

@@ -14,6 +14,10 @@ pub struct Trace {
     pub database: String,
     pub method: String,
     pub model: String,
+    /// The tables the one-call prompts showed, when the schema was focused
+    /// on the question.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub focused_tables: Option<Vec<String>>,
     pub calls: Vec<CallRecord>,
     pub candidates: Vec<CandidateRecord>,
     /// Stage 1 (tree search only; absent when it was switched off).

@@ -27,9 +27,10 @@ impl Engine {
     ) -> Result<Answer> {
         let config = &self.config.iesr;
         let seed = self.config.seed;
+        let question_schema = self.question_schema(question, hint, &mut trace);
         let plain = QuestionContext {
-            schema: self.schema_text.clone(),
-            plain_schema: self.schema_text.clone(),
+            schema: question_schema.clone(),
+            plain_schema: question_schema,
             question: question.to_string(),
             hint: hint.map(String::from),
             understanding: String::new(),
@@ -178,7 +179,7 @@ impl Engine {
     /// The schema-linking index of this engine's database, built (or read
     /// from the cache) on first use: hashing the file and loading the index
     /// is not repeated for every question.
-    fn value_index(&self) -> Result<&ValueIndex> {
+    pub(super) fn value_index(&self) -> Result<&ValueIndex> {
         if let Some(index) = self.value_index.get() {
             return Ok(index);
         }
@@ -193,7 +194,7 @@ impl Engine {
     /// The database's columns embedded by the default sentence encoder,
     /// pulled on first use. Failing that, the reason, and stage 1 goes on
     /// without the embedding ranking.
-    fn column_embeddings(&self) -> std::result::Result<&ColumnEmbeddings, String> {
+    pub(super) fn column_embeddings(&self) -> std::result::Result<&ColumnEmbeddings, String> {
         let built = self.column_embeddings.get_or_init(|| {
             let dir = embed::pull_default().map_err(|e| e.to_string())?;
             let encoder = embed::SentenceEncoder::load(&dir, &candle_core::Device::Cpu)

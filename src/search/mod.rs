@@ -21,6 +21,7 @@ use crate::prompts::{SQL_GENERATION_SYSTEM, SQL_GENERATION_USER};
 use crate::select::SelectConfig;
 use crate::trace::{CallRecord, CandidateRecord, Execution, Trace};
 use crate::understand::embedding::ColumnEmbeddings;
+use crate::understand::focus;
 use crate::understand::linking::ValueIndex;
 use crate::understand::rules::RuleBase;
 use crate::understand::UnderstandConfig;
@@ -73,6 +74,10 @@ impl Default for IesrConfig {
     }
 }
 
+/// About 1,000 to 1,800 prompt tokens of schema: CREATE TABLE text with
+/// example values tokenises at 2 to 4 characters a token.
+pub const DEFAULT_FOCUS_CHARS: usize = 4_000;
+
 #[derive(Debug, Clone)]
 pub struct SearchConfig {
     pub method: Method,
@@ -84,6 +89,10 @@ pub struct SearchConfig {
     /// Sample queries that name only the schema's tables and columns
     /// (in-process backends).
     pub name_constraint: bool,
+    /// Above this many characters (the schema at its richest detail),
+    /// one-call prompts show only the tables the question needs most,
+    /// within this many; None shows every table.
+    pub focus_chars: Option<usize>,
     pub exec: ExecConfig,
     pub iesr: IesrConfig,
 }
@@ -96,6 +105,7 @@ impl Default for SearchConfig {
             max_tokens: 384,
             schema_chars: 12_000,
             name_constraint: true,
+            focus_chars: Some(DEFAULT_FOCUS_CHARS),
             exec: ExecConfig::default(),
             iesr: IesrConfig::default(),
         }
@@ -125,6 +135,9 @@ pub struct Engine {
     executor: Executor,
     schema: Schema,
     schema_text: String,
+    /// Characters of the schema at its richest detail, to decide whether a
+    /// question's prompt shows a focused schema.
+    schema_full_chars: usize,
     /// The schema's table and column names, for notes on and fixes of
     /// queries that name wrong ones.
     names: Arc<repair::SchemaNames>,
@@ -143,6 +156,7 @@ impl Engine {
         let executor = Executor::open(db, config.exec.clone())?;
         let schema = Schema::load(db, &IntrospectOptions::default())?;
         let schema_text = render_schema(&schema, config.schema_chars);
+        let schema_full_chars = focus::rendered_chars(&schema);
         let names = Arc::new(repair::SchemaNames::of(&schema));
         let constraint = config
             .name_constraint
@@ -154,6 +168,7 @@ impl Engine {
             executor,
             schema,
             schema_text,
+            schema_full_chars,
             names,
             config,
             column_embeddings: OnceLock::new(),
@@ -216,7 +231,8 @@ impl Engine {
         temperature: f32,
         mut trace: Trace,
     ) -> Result<Answer> {
-        let messages = self.generation_prompt(question, hint);
+        let schema_text = self.question_schema(question, hint, &mut trace);
+        let messages = direct_prompt(&schema_text, hint, question, DIRECT_INSTRUCTION);
         let sampling = Sampling {
             temperature,
             top_p: if temperature > 0.0 { 0.95 } else { 1.0 },
@@ -280,10 +296,42 @@ impl Engine {
         })
     }
 
-    fn generation_prompt(&self, question: &str, hint: Option<&str>) -> Vec<ChatMessage> {
-        direct_prompt(&self.schema_text, hint, question, DIRECT_INSTRUCTION)
+    /// The schema as the one-call prompts for `question` show it: focused
+    /// on the tables it needs when the whole schema is over the focus
+    /// budget (the kept tables go in the trace), else whole.
+    fn question_schema(&self, question: &str, hint: Option<&str>, trace: &mut Trace) -> String {
+        let Some(budget) = self
+            .config
+            .focus_chars
+            .filter(|&budget| self.schema_full_chars > budget)
+        else {
+            return self.schema_text.clone();
+        };
+        let text = format!("{question} {}", hint.unwrap_or_default());
+        // Linking and the embedding ranking are optional evidence: without
+        // them, tables named by the question and schema order still rank.
+        let links = self
+            .value_index()
+            .map(|index| index.lookup(&text, FOCUS_LINK_SIMILARITY))
+            .unwrap_or_default();
+        let ranked = self
+            .column_embeddings()
+            .ok()
+            .and_then(|e| e.rank(&text, usize::MAX, f32::MIN).ok())
+            .unwrap_or_default();
+        match focus::focus(&self.schema, &text, &links, &ranked, budget) {
+            Some(focused) => {
+                trace.focused_tables =
+                    Some(focused.tables.iter().map(|t| t.name.clone()).collect());
+                render_schema(&focused, self.config.schema_chars)
+            }
+            None => self.schema_text.clone(),
+        }
     }
 }
+
+/// Least trigram similarity of a linked value when focusing (stage 1's).
+const FOCUS_LINK_SIMILARITY: f64 = 0.6;
 
 /// What greedy and sc ask for.
 const DIRECT_INSTRUCTION: &str = "Write one SQLite query that answers the question.";

@@ -46,6 +46,13 @@ impl SearchConfig {
                 tree_search_changes(&self.iesr),
             ),
         };
+        match self.focus_chars {
+            None => changes.insert(0, "no-focus".to_string()),
+            Some(chars) if chars != super::DEFAULT_FOCUS_CHARS => {
+                changes.insert(0, format!("focus-chars {chars}"))
+            }
+            Some(_) => {}
+        }
         if !self.name_constraint {
             changes.insert(0, "no-name-constraint".to_string());
         }
@@ -141,6 +148,11 @@ mod tests {
             ..SearchConfig::default()
         };
         assert_eq!(free.variant().label(), "greedy no-name-constraint @1");
+        let whole = SearchConfig {
+            focus_chars: None,
+            ..SearchConfig::default()
+        };
+        assert_eq!(whole.variant().label(), "greedy no-focus @1");
     }
 
     #[test]

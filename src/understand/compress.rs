@@ -38,8 +38,24 @@ pub fn compress(
     if kept.is_empty() {
         return None;
     }
-    // Bridges: a table with keys to (or from) two kept tables that are not
-    // directly joined.
+    add_bridges(schema, &mut kept);
+    if kept.len() == schema.tables.len() {
+        return None;
+    }
+    // Schema order, not alphabetical.
+    let tables: Vec<_> = schema
+        .tables
+        .iter()
+        .filter(|t| kept.contains(&t.name))
+        .cloned()
+        .collect();
+    let names = tables.iter().map(|t| t.name.clone()).collect();
+    Some((Schema { tables }, names))
+}
+
+/// Adds to `kept` every bridge: a table with keys to (or from) two kept
+/// tables that are not directly joined.
+pub(super) fn add_bridges(schema: &Schema, kept: &mut BTreeSet<String>) {
     let linked = |a: &str, b: &str| {
         let points = |from: &str, to: &str| {
             schema.table(from).is_some_and(|t| {
@@ -63,23 +79,11 @@ pub fn compress(
             }
         }
     }
-    if kept.len() == schema.tables.len() {
-        return None;
-    }
-    // Schema order, not alphabetical.
-    let tables: Vec<_> = schema
-        .tables
-        .iter()
-        .filter(|t| kept.contains(&t.name))
-        .cloned()
-        .collect();
-    let names = tables.iter().map(|t| t.name.clone()).collect();
-    Some((Schema { tables }, names))
 }
 
 /// Tables whose name's words all occur in the question (a plural `s`
 /// allowed).
-fn named_tables(schema: &Schema, question: &str) -> Vec<String> {
+pub(super) fn named_tables(schema: &Schema, question: &str) -> Vec<String> {
     let question_words = words(question);
     let occurs = |w: &String| {
         question_words

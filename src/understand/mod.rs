@@ -5,6 +5,7 @@
 
 pub mod compress;
 pub mod embedding;
+pub mod focus;
 pub mod linking;
 pub mod literal;
 pub mod rules;
