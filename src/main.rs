@@ -249,8 +249,11 @@ impl DatasetArgs {
 /// How candidates are produced, shared by `search` and `bench`.
 #[derive(clap::Args)]
 struct MethodArgs {
-    #[arg(long, value_enum, default_value_t = MethodArg::Greedy)]
-    method: MethodArg,
+    /// How candidates are produced. `search` defaults to sc on a CPU (the
+    /// best accuracy per second measured there) and iesr on a GPU or a
+    /// server; `bench` to greedy.
+    #[arg(long, value_enum)]
+    method: Option<MethodArg>,
     /// Completions drawn by --method sc.
     #[arg(long, default_value_t = 8)]
     samples: usize,
@@ -350,9 +353,10 @@ enum DesignArg {
 }
 
 impl MethodArgs {
-    /// The search settings; `gpu_class` picks the larger rollout default.
-    fn config(&self, gpu_class: bool) -> Result<SearchConfig> {
-        let method = match self.method {
+    /// The search settings; `gpu_class` picks the larger rollout default,
+    /// `default` the method when none is given.
+    fn config(&self, gpu_class: bool, default: MethodArg) -> Result<SearchConfig> {
+        let method = match self.method.unwrap_or(default) {
             MethodArg::Greedy => Method::Greedy,
             MethodArg::Sc => Method::SelfConsistency {
                 samples: self.samples,
@@ -645,7 +649,13 @@ fn pull_with_progress(card: &ModelCard) -> Result<PathBuf> {
 }
 
 fn search(args: SearchArgs) -> Result<()> {
-    let config = args.method.config(args.model.gpu_class())?;
+    let gpu_class = args.model.gpu_class();
+    let default = if gpu_class {
+        MethodArg::Iesr
+    } else {
+        MethodArg::Sc
+    };
+    let config = args.method.config(gpu_class, default)?;
     // A bad database path should not wait for a model to load.
     iesr::db::open::open_read_only(&args.db)?;
     let model = open_model(&args.model)?;
@@ -684,7 +694,9 @@ fn search(args: SearchArgs) -> Result<()> {
 fn bench(args: BenchArgs) -> Result<()> {
     let subset = args.subset.as_deref().map(eval::read_subset).transpose()?;
     let dataset = args.data.load(subset)?;
-    let search = args.method.config(args.model.gpu_class())?;
+    let search = args
+        .method
+        .config(args.model.gpu_class(), MethodArg::Greedy)?;
     let model = open_model(&args.model)?;
     let config = BenchConfig {
         out: args.out,

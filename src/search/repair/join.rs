@@ -34,13 +34,14 @@ impl SchemaNames {
             })
         };
         // A qualifier that names an unjoined table says which table is meant.
-        let named = qualifier.filter(|q| !bound.iter().any(|(n, _)| n.eq_ignore_ascii_case(q)));
+        let unjoined_qualifier =
+            qualifier.filter(|q| !bound.iter().any(|(n, _)| n.eq_ignore_ascii_case(q)));
         let holders: Vec<&str> = self
             .tables
             .iter()
             .map(|(t, _)| t.as_str())
             .filter(|t| !is_bound(t) && has_column(t))
-            .filter(|t| named.is_none_or(|q| q.eq_ignore_ascii_case(t)))
+            .filter(|t| unjoined_qualifier.is_none_or(|q| q.eq_ignore_ascii_case(t)))
             .collect();
         // Every (holder, key) pair reaching a table of the query.
         let reachable: Vec<(&str, &KeyLink)> = holders
@@ -79,7 +80,7 @@ impl SchemaNames {
             quote_identifier(far_column)
         );
         let joined = add_join(sql, near, &join)?;
-        match (qualifier, named) {
+        match (qualifier, unjoined_qualifier) {
             // Already written `holder.column`: the join makes it valid.
             (Some(_), Some(_)) => Some(joined),
             (Some(q), None) => replace_qualified(&joined, (q, column), (&holder_q, column)),
