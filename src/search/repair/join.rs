@@ -43,11 +43,29 @@ impl SchemaNames {
             .filter(|t| !is_bound(t) && has_column(t))
             .filter(|t| unjoined_qualifier.is_none_or(|q| q.eq_ignore_ascii_case(t)))
             .collect();
-        // Every (holder, key) pair reaching a table of the query.
-        let reachable: Vec<(&str, &KeyLink)> = holders
+        // Every (holder, key) pair reaching a table of the query; a
+        // qualifier bound to one of them (`T1.x` for T1's table) says which
+        // side the column was meant to come from.
+        let mut reachable: Vec<(&str, &KeyLink)> = holders
             .iter()
             .flat_map(|&h| self.keys_between(h, &is_bound).map(move |k| (h, k)))
             .collect();
+        let qualified_table = qualifier
+            .and_then(|q| bound.iter().find(|(n, _)| n.eq_ignore_ascii_case(q)))
+            .map(|(_, t)| t.as_str());
+        if let Some(table) = qualified_table {
+            let touches = |(h, k): &(&str, &KeyLink)| {
+                let far = if k.table.eq_ignore_ascii_case(h) {
+                    &k.other
+                } else {
+                    &k.table
+                };
+                far.eq_ignore_ascii_case(table)
+            };
+            if reachable.iter().any(touches) {
+                reachable.retain(touches);
+            }
+        }
         let [(holder, key)] = reachable.as_slice() else {
             return None;
         };
@@ -164,6 +182,20 @@ mod tests {
             fixed.ends_with("JOIN course ON T1.Course_ID = course.Course_ID"),
             "{fixed}"
         );
+    }
+
+    #[test]
+    fn a_qualifier_picks_the_key_when_the_holder_reaches_two_tables() {
+        let (_dir, _executor, names) = school();
+        // course_arrange holds `Grade` and has keys to both tables; T1 says
+        // the column was meant to come from course's side.
+        let sql = "SELECT T1.Grade FROM course AS T1 JOIN teacher AS T2 ON T1.Room = T2.Room";
+        assert_eq!(
+            names.fixes("no such column: T1.Grade", sql),
+            vec!["SELECT course_arrange.Grade FROM course AS T1 JOIN teacher AS T2 ON T1.Room = T2.Room JOIN course_arrange ON T1.Course_ID = course_arrange.Course_ID"]
+        );
+        let bare = "SELECT Grade FROM course AS T1 JOIN teacher AS T2 ON T1.Room = T2.Room";
+        assert!(names.fixes("no such column: Grade", bare).is_empty());
     }
 
     #[test]
