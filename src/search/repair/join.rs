@@ -5,6 +5,7 @@
 use super::super::sql_text::{add_join, qualify_bare, replace_qualified, table_aliases};
 use super::SchemaNames;
 use crate::db::quote_identifier;
+use crate::db::schema::{Schema, Table};
 
 /// One foreign key: `table.column` refers to `other.other_column`.
 #[derive(Debug, Clone, PartialEq)]
@@ -13,6 +14,110 @@ pub(super) struct KeyLink {
     pub column: String,
     pub other: String,
     pub other_column: String,
+}
+
+/// The keys of `schema`: its foreign keys whose target column is known, or,
+/// when it declares none at all (common in exported databases), the keys
+/// its column names imply.
+pub(super) fn key_links(schema: &Schema) -> Vec<KeyLink> {
+    let declared = declared_keys(schema);
+    if declared.is_empty() {
+        implied_keys(schema)
+    } else {
+        declared
+    }
+}
+
+fn declared_keys(schema: &Schema) -> Vec<KeyLink> {
+    schema
+        .tables
+        .iter()
+        .flat_map(|t| t.foreign_keys.iter().map(move |fk| (t, fk)))
+        .filter_map(|(t, fk)| {
+            let other = schema.table(&fk.foreign_table)?;
+            let other_column = match &fk.foreign_column {
+                Some(c) => c.clone(),
+                None => primary_key(other)?.to_string(),
+            };
+            Some(KeyLink {
+                table: t.name.clone(),
+                column: fk.column.clone(),
+                other: other.name.clone(),
+                other_column,
+            })
+        })
+        .collect()
+}
+
+/// The table's primary key when it is one column.
+fn primary_key(table: &Table) -> Option<&str> {
+    match table
+        .columns
+        .iter()
+        .filter(|c| c.primary_key)
+        .collect::<Vec<_>>()[..]
+    {
+        [pk] => Some(pk.name.as_str()),
+        _ => None,
+    }
+}
+
+/// Lower case without underscores: `Gauge_ID` and `gaugeid` are one name.
+fn folded(name: &str) -> String {
+    name.chars()
+        .filter(|&c| c != '_')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Shortest end of a table's name that an implied key may spell.
+const MIN_KEY_STEM: usize = 4;
+
+/// A column that names exactly one other table's one-column primary key:
+/// by the key's own name (`Engine_ID` in both; a bare `id` names nothing),
+/// or, for a key called `id`, as the end of that table's name followed by
+/// `id` (`GaugeId` for `RainGauge.Id`, `CustomerId` for `Customers.id`).
+fn implied_keys(schema: &Schema) -> Vec<KeyLink> {
+    let keys: Vec<(&Table, &str)> = schema
+        .tables
+        .iter()
+        .filter_map(|t| Some((t, primary_key(t)?)))
+        .collect();
+    let names_key = |column: &str, (table, pk): &(&Table, &str)| {
+        let (column, pk) = (folded(column), folded(pk));
+        if pk != "id" {
+            return column == pk;
+        }
+        let Some(stem) = column.strip_suffix("id") else {
+            return false;
+        };
+        let name = folded(&table.name);
+        stem.len() >= MIN_KEY_STEM
+            && (name.ends_with(stem) || name.strip_suffix('s').is_some_and(|n| n.ends_with(stem)))
+    };
+    let mut links = Vec::new();
+    for table in &schema.tables {
+        let own_key = primary_key(table);
+        for column in &table.columns {
+            if own_key == Some(column.name.as_str()) {
+                continue;
+            }
+            let targets: Vec<&(&Table, &str)> = keys
+                .iter()
+                .filter(|(other, _)| other.name != table.name)
+                .filter(|key| names_key(&column.name, key))
+                .collect();
+            if let [(other, pk)] = targets[..] {
+                links.push(KeyLink {
+                    table: table.name.clone(),
+                    column: column.name.clone(),
+                    other: other.name.clone(),
+                    other_column: pk.to_string(),
+                });
+            }
+        }
+    }
+    links
 }
 
 impl SchemaNames {
@@ -121,6 +226,7 @@ impl SchemaNames {
 
 #[cfg(test)]
 mod tests {
+    use super::key_links;
     use crate::db::{ExecConfig, Executor, IntrospectOptions, Schema};
     use crate::search::repair::SchemaNames;
 
@@ -199,6 +305,47 @@ mod tests {
     }
 
     #[test]
+    fn a_database_without_declared_keys_is_joined_by_the_keys_its_names_imply() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rain.sqlite");
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE RainGauge (Id INTEGER PRIMARY KEY, Status TEXT);
+             CREATE TABLE WarningRule (Id INTEGER PRIMARY KEY, GaugeId INTEGER, RuleName TEXT);
+             CREATE TABLE Station (Station_ID INTEGER PRIMARY KEY, Region TEXT);
+             CREATE TABLE Reading (Id INTEGER PRIMARY KEY, station_id INTEGER, Notes TEXT);
+             INSERT INTO RainGauge VALUES (1, 'active');
+             INSERT INTO WarningRule VALUES (1, 1, 'Heavy');",
+        )
+        .unwrap();
+        drop(conn);
+        let schema = Schema::load(&path, &Default::default()).unwrap();
+        let mut keys: Vec<String> = key_links(&schema)
+            .iter()
+            .map(|k| format!("{}.{} -> {}.{}", k.table, k.column, k.other, k.other_column))
+            .collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            [
+                "Reading.station_id -> Station.Station_ID",
+                "WarningRule.GaugeId -> RainGauge.Id"
+            ]
+        );
+        let executor = Executor::open(&path, ExecConfig::default()).unwrap();
+        let names = SchemaNames::of(&schema);
+        let sql = "SELECT Status FROM WarningRule WHERE RuleName = 'Heavy'";
+        let (fixed, result) = names
+            .fix_until_it_runs(&executor, sql, "no such column: Status")
+            .unwrap();
+        assert_eq!(
+            fixed,
+            "SELECT RainGauge.Status FROM WarningRule JOIN RainGauge ON WarningRule.GaugeId = RainGauge.Id WHERE RuleName = 'Heavy'"
+        );
+        assert_eq!(result.rows.len(), 1);
+    }
+
+    #[test]
     fn a_bare_column_in_a_subquery_joins_at_the_subquerys_level() {
         let (_dir, executor, names) = school();
         let sql = "SELECT Course FROM course WHERE Course_ID IN (SELECT Course_ID FROM course_arrange WHERE Name = 'Joe')";
@@ -223,15 +370,21 @@ mod tests {
     }
 
     #[test]
-    fn a_one_table_query_is_first_moved_then_joined() {
+    fn a_one_table_query_moves_only_to_a_table_with_every_column_it_reads() {
         let (_dir, _executor, names) = school();
-        let sql = "SELECT Name FROM course_arrange WHERE Grade > 1";
+        let sql = "SELECT Name FROM course_arrange WHERE Teacher_ID > 10";
         assert_eq!(
             names.fixes("no such column: Name", sql),
             vec![
-                "SELECT Name FROM teacher WHERE Grade > 1",
-                "SELECT teacher.Name FROM course_arrange JOIN teacher ON course_arrange.Teacher_ID = teacher.Teacher_ID WHERE Grade > 1",
+                "SELECT Name FROM teacher WHERE Teacher_ID > 10",
+                "SELECT teacher.Name FROM course_arrange JOIN teacher ON course_arrange.Teacher_ID = teacher.Teacher_ID WHERE Teacher_ID > 10",
             ]
+        );
+        // teacher has no Grade: only the join keeps it.
+        let sql = "SELECT Name FROM course_arrange WHERE Grade > 1";
+        assert_eq!(
+            names.fixes("no such column: Name", sql),
+            vec!["SELECT teacher.Name FROM course_arrange JOIN teacher ON course_arrange.Teacher_ID = teacher.Teacher_ID WHERE Grade > 1"]
         );
     }
 

@@ -8,9 +8,12 @@
 mod join;
 
 use super::reasoner::truncate_chars;
-use super::sql_text::{qualify_bare, replace_identifier, replace_qualified, table_aliases};
+use super::sql_text::{
+    pieces, qualify_bare, replace_identifier, replace_qualified, table_aliases, Piece,
+};
 use crate::db::{Executor, QueryResult, Schema};
 use crate::understand::text::similarity;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// Least trigram similarity for a name to be suggested.
@@ -46,7 +49,7 @@ impl SchemaNames {
                     )
                 })
                 .collect(),
-            keys: key_links(schema),
+            keys: join::key_links(schema),
         }
     }
 
@@ -178,7 +181,8 @@ impl SchemaNames {
     }
 
     /// A one-table query on `only` pointed at the one other table with a
-    /// column clearly closest to `column`.
+    /// column clearly closest to `column`, when that table also has every
+    /// column of `only` the query reads (else the join is the fix).
     fn move_to_table(&self, sql: &str, only: &str, column: &str) -> Option<String> {
         let elsewhere = self
             .tables
@@ -186,6 +190,27 @@ impl SchemaNames {
             .filter(|(t, _)| t != only)
             .flat_map(|(t, cols)| cols.iter().map(move |c| (c.as_str(), t.as_str())));
         let (real, table) = clearly_closest(column, elsewhere)?;
+        let columns_of = |name: &str| {
+            self.tables
+                .iter()
+                .find(|(t, _)| t == name)
+                .map(|(_, cols)| cols.as_slice())
+                .unwrap_or_default()
+        };
+        let words: HashSet<String> = pieces(sql)
+            .into_iter()
+            .filter_map(|p| match p {
+                Piece::Word(w) => Some(w.to_lowercase()),
+                Piece::Other(_) => None,
+            })
+            .collect();
+        let target = columns_of(table);
+        let loses_a_column = columns_of(only).iter().any(|c| {
+            words.contains(&c.to_lowercase()) && !target.iter().any(|t| t.eq_ignore_ascii_case(c))
+        });
+        if loses_a_column {
+            return None;
+        }
         let moved = replace_identifier(sql, only, table)?;
         if real.eq_ignore_ascii_case(column) {
             Some(moved)
@@ -227,31 +252,36 @@ impl SchemaNames {
         sql: &str,
         error: &str,
     ) -> Option<(String, Arc<QueryResult>)> {
-        let mut tries = 0;
-        self.fix_chain(executor, sql, error, MAX_FIXES, &mut tries)
+        let mut tried = HashSet::from([sql.to_string()]);
+        self.fix_chain(executor, sql, error, MAX_FIXES, &mut tried)
     }
 
+    /// One step of [`SchemaNames::fix_until_it_runs`]; `tried` holds every
+    /// query executed so far, so a fix that undoes another is not retried.
     fn fix_chain(
         &self,
         executor: &Executor,
         sql: &str,
         error: &str,
         depth: usize,
-        tries: &mut usize,
+        tried: &mut HashSet<String>,
     ) -> Option<(String, Arc<QueryResult>)> {
         if depth == 0 {
             return None;
         }
         for fixed in self.fixes(error, sql) {
-            if *tries >= MAX_TRIES {
+            // The original query is in `tried` too: one more than the tries.
+            if tried.len() > MAX_TRIES {
                 return None;
             }
-            *tries += 1;
+            if !tried.insert(fixed.clone()) {
+                continue;
+            }
             match executor.query(&fixed) {
                 Ok(result) => return Some((fixed, result)),
                 Err(e) => {
                     let chained =
-                        self.fix_chain(executor, &fixed, &e.to_string(), depth - 1, tries);
+                        self.fix_chain(executor, &fixed, &e.to_string(), depth - 1, tried);
                     if chained.is_some() {
                         return chained;
                     }
@@ -309,37 +339,6 @@ impl SchemaNames {
             .filter(|(t, _)| identifiers.iter().any(|i| i.eq_ignore_ascii_case(t)))
             .collect()
     }
-}
-
-/// Every foreign key of `schema` whose target column is known (named, or
-/// the target table's one primary-key column).
-fn key_links(schema: &Schema) -> Vec<join::KeyLink> {
-    schema
-        .tables
-        .iter()
-        .flat_map(|t| t.foreign_keys.iter().map(move |fk| (t, fk)))
-        .filter_map(|(t, fk)| {
-            let other = schema.table(&fk.foreign_table)?;
-            let other_column = match &fk.foreign_column {
-                Some(c) => c.clone(),
-                None => match other
-                    .columns
-                    .iter()
-                    .filter(|c| c.primary_key)
-                    .collect::<Vec<_>>()[..]
-                {
-                    [pk] => pk.name.clone(),
-                    _ => return None,
-                },
-            };
-            Some(join::KeyLink {
-                table: t.name.clone(),
-                column: fk.column.clone(),
-                other: other.name.clone(),
-                other_column,
-            })
-        })
-        .collect()
 }
 
 /// The name most like `wanted` (with what it came with), if similar enough
@@ -500,10 +499,10 @@ mod tests {
         assert_eq!(
             n.fix(
                 "no such column: Max_Gross_Weight",
-                "SELECT AVG(Max_Gross_Weight) FROM airport_aircraft WHERE airport_aircraft.ID = 1"
+                "SELECT AVG(Max_Gross_Weight) FROM airport_aircraft WHERE airport_aircraft.Aircraft_ID = 1"
             )
             .as_deref(),
-            Some("SELECT AVG(Max_Gross_Weight) FROM aircraft WHERE aircraft.ID = 1")
+            Some("SELECT AVG(Max_Gross_Weight) FROM aircraft WHERE aircraft.Aircraft_ID = 1")
         );
     }
 
