@@ -165,6 +165,27 @@ pub fn table_aliases(sql: &str) -> Vec<(String, String)> {
     out
 }
 
+/// The name a query uses for `table`, given its `table_aliases`: the
+/// table's one alias, or its own name when it has none; None when the
+/// query does not bind it, or binds it under two aliases (a self-join),
+/// which leaves the choice open.
+pub fn name_in_query<'a>(bound: &'a [(String, String)], table: &str) -> Option<&'a str> {
+    let binds = |(_, t): &&(String, String)| t.eq_ignore_ascii_case(table);
+    let mut aliases: Vec<&str> = bound
+        .iter()
+        .filter(binds)
+        .map(|(n, _)| n.as_str())
+        .filter(|n| !n.eq_ignore_ascii_case(table))
+        .collect();
+    aliases.sort_unstable();
+    aliases.dedup();
+    match aliases[..] {
+        [] => bound.iter().find(binds).map(|(n, _)| n.as_str()),
+        [alias] => Some(alias),
+        _ => None,
+    }
+}
+
 /// Byte offset of `piece` (a slice of `sql`) in `sql`.
 fn offset_in(sql: &str, piece: &str) -> usize {
     piece.as_ptr() as usize - sql.as_ptr() as usize

@@ -2,7 +2,9 @@
 //! small models often write a column of the table they meant to join
 //! without writing the join. The join is added along that key.
 
-use super::super::sql_text::{add_join, qualify_bare, replace_qualified, table_aliases};
+use super::super::sql_text::{
+    add_join, name_in_query, qualify_bare, replace_qualified, table_aliases,
+};
 use super::SchemaNames;
 use crate::db::quote_identifier;
 use crate::db::schema::{Schema, Table};
@@ -179,22 +181,11 @@ impl SchemaNames {
         } else {
             (&key.table, &key.column, &key.other_column)
         };
-        // The query's name for the table joined to: its alias if it has one.
-        let mut names: Vec<&str> = bound
-            .iter()
-            .filter(|(_, t)| t.eq_ignore_ascii_case(near_table))
-            .map(|(n, _)| n.as_str())
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        // The qualifier written names the table joined to, when it is that
-        // table's; otherwise its one alias, or its own name.
-        let near = match (qualifier, names.as_slice()) {
-            (Some(q), _) if names.iter().any(|n| n.eq_ignore_ascii_case(q)) => q,
-            (_, [table]) => *table,
-            (_, [a, b]) if a.eq_ignore_ascii_case(near_table) => *b,
-            (_, [a, b]) if b.eq_ignore_ascii_case(near_table) => *a,
-            _ => return None,
+        // The query's name for the table joined to: the qualifier written,
+        // when it is that table's; else the table's one alias or own name.
+        let near = match qualified_table {
+            Some(table) if table.eq_ignore_ascii_case(near_table) => qualifier?,
+            _ => name_in_query(&bound, near_table)?,
         };
         let holder_q = quote_identifier(holder);
         let join = format!(

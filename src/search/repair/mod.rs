@@ -1,15 +1,18 @@
 //! When a query names a table or column that does not exist, or a column
 //! name that is ambiguous, the revision step is told which real names come
 //! closest (from the full schema, so a table the compressed view dropped can
-//! come back) instead of guessing again from the error alone. A misspelt
-//! name with one clearly closest real name is also fixed in place
-//! (`SchemaNames::fix`), since small models often repeat the misspelling.
+//! come back) instead of guessing again from the error alone. Where one fix
+//! is clearly right it is also made in place (`SchemaNames::fixes`), since
+//! small models often repeat their mistake: a misspelt name becomes the one
+//! real name clearly closest to it, and a column of a table the query did
+//! not join gets that table joined along a key (`join`).
 
 mod join;
 
 use super::reasoner::truncate_chars;
 use super::sql_text::{
-    pieces, qualify_bare, replace_identifier, replace_qualified, table_aliases, Piece,
+    name_in_query, pieces, qualify_bare, replace_identifier, replace_qualified, table_aliases,
+    Piece,
 };
 use crate::db::{Executor, QueryResult, Schema};
 use crate::understand::text::similarity;
@@ -228,18 +231,7 @@ impl SchemaNames {
                 name.eq_ignore_ascii_case(t) && cols.iter().any(|c| c.eq_ignore_ascii_case(column))
             })
         })?;
-        let mut names: Vec<&str> = bound
-            .iter()
-            .filter(|(_, t)| t.eq_ignore_ascii_case(owner))
-            .map(|(n, _)| n.as_str())
-            .collect();
-        names.dedup();
-        let name = match names.as_slice() {
-            [table] => *table,
-            [table, alias] if table.eq_ignore_ascii_case(owner) => *alias,
-            _ => return None,
-        };
-        qualify_bare(sql, column, name)
+        qualify_bare(sql, column, name_in_query(&bound, owner)?)
     }
 
     /// `sql`, which failed with `error`, fixed until it runs (a chain of at
@@ -304,20 +296,7 @@ impl SchemaNames {
         let columns =
             bound_tables.flat_map(|(t, cols)| cols.iter().map(move |c| (c.as_str(), t.as_str())));
         let (real, table) = clearly_closest(column, columns)?;
-        // The table's alias if it has one, else its name; a table bound
-        // twice (a self-join) leaves the choice open.
-        let mut names: Vec<&str> = bound
-            .iter()
-            .filter(|(_, b)| b.eq_ignore_ascii_case(table))
-            .map(|(name, _)| name.as_str())
-            .filter(|name| !name.eq_ignore_ascii_case(table))
-            .collect();
-        names.dedup();
-        let name = match names.as_slice() {
-            [] => table,
-            [alias] => alias,
-            _ => return None,
-        };
+        let name = name_in_query(&bound, table)?;
         if name.eq_ignore_ascii_case(qualifier) && real.eq_ignore_ascii_case(column) {
             return None;
         }
