@@ -32,9 +32,8 @@ pub fn focus(
     ranked: &[ColumnScore],
     max_chars: usize,
 ) -> Option<Schema> {
-    if rendered_chars(schema) <= max_chars {
-        return None;
-    }
+    // A schema that fits whole keeps every table below, so needs no check
+    // (and no rendering) of its own here.
     let named = named_tables(schema, question);
     let score = |table: &str| {
         let is = |name: &str| name.eq_ignore_ascii_case(table);
