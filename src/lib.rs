@@ -10,6 +10,7 @@
 //! - [`search`]: answering a question ([`search::Engine`]); [`prompts`] holds
 //!   the templates and [`trace`] the record of every call and candidate.
 //! - [`eval`]: dataset adapters, execution accuracy and benchmark runs.
+//! - [`sources`]: CSV, TSV and JSON tables turned into SQLite databases.
 
 /// The version and the source revision (`git describe`) of this build.
 pub const BUILD: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("IESR_REVISION"), ")");
@@ -23,6 +24,7 @@ pub mod llm;
 pub mod prompts;
 pub mod search;
 pub mod select;
+pub mod sources;
 pub mod trace;
 pub mod understand;
 

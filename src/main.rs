@@ -42,9 +42,8 @@ struct Cli {
 enum Command {
     /// Print a database's schema as annotated DDL, as the engine shows it to models.
     Schema {
-        /// SQLite database file (opened read-only).
-        #[arg(long)]
-        db: PathBuf,
+        #[command(flatten)]
+        source: SourceArgs,
         /// Size budget in characters; detail is reduced to fit.
         #[arg(long, default_value_t = 16_000)]
         max_chars: usize,
@@ -54,9 +53,8 @@ enum Command {
     },
     /// Run one read-only query under the engine's guards and print its result.
     Sql {
-        /// SQLite database file (opened read-only).
-        #[arg(long)]
-        db: PathBuf,
+        #[command(flatten)]
+        source: SourceArgs,
         /// The query: a single SELECT or WITH ... SELECT.
         sql: String,
         /// Most rows to print.
@@ -97,6 +95,16 @@ enum Command {
     },
     /// Answer a question over a SQLite database with SQL verified by execution.
     Search(SearchArgs),
+    /// Write CSV, TSV or JSON tables to a new SQLite file, as `search --table`
+    /// reads them.
+    Import {
+        /// Table file (repeatable): each becomes a table named after its file.
+        #[arg(long, required = true)]
+        table: Vec<PathBuf>,
+        /// The new SQLite file (an existing file is never replaced).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Run a method over a benchmark (resumable) and report accuracy and cost.
     Bench(BenchArgs),
     /// Put finished `bench` runs side by side: a table, and with --out a CSV
@@ -194,9 +202,8 @@ struct ModelArgs {
 
 #[derive(clap::Args)]
 struct SearchArgs {
-    /// SQLite database file (opened read-only).
-    #[arg(long)]
-    db: PathBuf,
+    #[command(flatten)]
+    source: SourceArgs,
     /// Evidence that helps answer, such as definitions of terms.
     #[arg(long)]
     hint: Option<String>,
@@ -214,6 +221,34 @@ struct SearchArgs {
     #[arg(long)]
     explain: bool,
     question: String,
+}
+
+/// What a question is asked of: a SQLite file, or table files that become
+/// one (built once in the iesr cache folder, never beside the files).
+#[derive(clap::Args)]
+#[group(required = true, multiple = false)]
+struct SourceArgs {
+    /// SQLite database file (opened read-only).
+    #[arg(long)]
+    db: Option<PathBuf>,
+    /// CSV, TSV or JSON table file (repeatable): each becomes a table named
+    /// after its file.
+    #[arg(long)]
+    table: Vec<PathBuf>,
+}
+
+impl SourceArgs {
+    /// The SQLite file to read: the --db file, checked, or the tables'
+    /// cached database.
+    fn database(&self) -> Result<PathBuf> {
+        match &self.db {
+            Some(db) => {
+                iesr::db::open::open_read_only(db)?;
+                Ok(db.clone())
+            }
+            None => iesr::sources::database_for_tables(&self.table),
+        }
+    }
 }
 
 /// Which benchmark questions, shared by `eval` and `bench`.
@@ -656,10 +691,10 @@ fn search(args: SearchArgs) -> Result<()> {
         MethodArg::Sc
     };
     let config = args.method.config(gpu_class, default)?;
-    // A bad database path should not wait for a model to load.
-    iesr::db::open::open_read_only(&args.db)?;
+    // A bad database path or table file should not wait for a model to load.
+    let db = args.source.database()?;
     let model = open_model(&args.model)?;
-    let mut engine = Engine::new(model, &args.db, config)?;
+    let mut engine = Engine::new(model, &db, config)?;
     if let Some(name) = &args.method.search.discriminator {
         let spec = ModelArgs {
             model: name.clone(),
@@ -725,11 +760,11 @@ fn report(runs: &[PathBuf], out: Option<&Path>, json: bool) -> Result<()> {
 fn run(command: Command) -> Result<()> {
     match command {
         Command::Schema {
-            db,
+            source,
             max_chars,
             json,
         } => {
-            let schema = Schema::load(&db, &IntrospectOptions::default())?;
+            let schema = Schema::load(&source.database()?, &IntrospectOptions::default())?;
             if json {
                 output::print_json(&schema)
             } else {
@@ -737,7 +772,7 @@ fn run(command: Command) -> Result<()> {
             }
         }
         Command::Sql {
-            db,
+            source,
             sql,
             max_rows,
             timeout,
@@ -748,7 +783,7 @@ fn run(command: Command) -> Result<()> {
                 max_rows,
                 ..ExecConfig::default()
             };
-            let result = Executor::open(&db, config)?.query(&sql)?;
+            let result = Executor::open(&source.database()?, config)?.query(&sql)?;
             output::print(json, &*result, output::result_table)
         }
         Command::Eval {
@@ -804,6 +839,11 @@ fn run(command: Command) -> Result<()> {
             }
         },
         Command::Search(args) => search(args),
+        Command::Import { table, out } => {
+            iesr::sources::import_tables(&table, &out)?;
+            eprintln!("wrote {} table(s) to {}", table.len(), out.display());
+            Ok(())
+        }
         Command::Bench(args) => bench(args),
         Command::Report { runs, out, json } => report(&runs, out.as_deref(), json),
         Command::BenchLlm(args) => bench_llm(args),

@@ -1,0 +1,367 @@
+//! Writing read tables into a new SQLite file: SQL-safe names, a column per
+//! header with its inferred type, a numeric or ISO-date companion column
+//! where the text holds figures or dates, and the row's place in the file.
+
+use super::cells::{column_kind, parse_date, parse_number, ColumnKind};
+use super::read::RawTable;
+use super::Overwrite;
+use crate::error::{Error, Result};
+use rusqlite::types::Value;
+use std::path::Path;
+
+/// The first column of every table: the row's place in the file (from 1),
+/// which questions such as "the team after X" need.
+const ROW_COLUMN: &str = "row_index";
+
+/// One column as stored: its name, SQL type and how its cells are made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredColumn {
+    pub name: String,
+    pub sql_type: &'static str,
+    /// The header it came from (None for the row index).
+    pub source: Option<usize>,
+    fill: Fill,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Fill {
+    RowIndex,
+    Text,
+    Integer,
+    Real,
+    /// The number the text states.
+    Number,
+    /// The ISO date the text states.
+    Date,
+}
+
+/// A table ready to write: its name, columns and rows.
+#[derive(Debug, Clone)]
+pub struct StoredTable {
+    pub name: String,
+    pub columns: Vec<StoredColumn>,
+    raw: RawTable,
+}
+
+impl StoredTable {
+    pub fn new(name: String, raw: RawTable) -> Self {
+        let mut names = NameSet::default();
+        names.take(ROW_COLUMN.to_string());
+        let mut columns = vec![StoredColumn {
+            name: ROW_COLUMN.to_string(),
+            sql_type: "INTEGER",
+            source: None,
+            fill: Fill::RowIndex,
+        }];
+        for (i, header) in raw.header.iter().enumerate() {
+            let base = identifier(header, "column");
+            let cells = raw.rows.iter().filter_map(|row| row[i].as_deref());
+            let kind = column_kind(cells);
+            let (sql_type, fill) = match kind {
+                ColumnKind::Integer => ("INTEGER", Fill::Integer),
+                ColumnKind::Real => ("REAL", Fill::Real),
+                _ => ("TEXT", Fill::Text),
+            };
+            columns.push(StoredColumn {
+                name: names.take(base.clone()),
+                sql_type,
+                source: Some(i),
+                fill,
+            });
+            let companion = match kind {
+                ColumnKind::TextWithNumber { integer } => Some((
+                    "number",
+                    if integer { "INTEGER" } else { "REAL" },
+                    Fill::Number,
+                )),
+                ColumnKind::TextWithDate => Some(("date", "TEXT", Fill::Date)),
+                _ => None,
+            };
+            if let Some((suffix, sql_type, fill)) = companion {
+                columns.push(StoredColumn {
+                    name: names.take(format!("{base}_{suffix}")),
+                    sql_type,
+                    source: Some(i),
+                    fill,
+                });
+            }
+        }
+        StoredTable { name, columns, raw }
+    }
+
+    fn create_statement(&self) -> String {
+        let columns: Vec<String> = self
+            .columns
+            .iter()
+            .map(|c| {
+                let key = if c.fill == Fill::RowIndex {
+                    " PRIMARY KEY"
+                } else {
+                    ""
+                };
+                format!("{} {}{key}", c.name, c.sql_type)
+            })
+            .collect();
+        format!("CREATE TABLE {} ({})", self.name, columns.join(", "))
+    }
+
+    fn row_values(&self, index: usize) -> Vec<Value> {
+        let row = &self.raw.rows[index];
+        self.columns
+            .iter()
+            .map(|column| {
+                let Some(text) = column.source.and_then(|i| row[i].as_deref()) else {
+                    return match column.fill {
+                        Fill::RowIndex => Value::Integer(index as i64 + 1),
+                        _ => Value::Null,
+                    };
+                };
+                let number = || parse_number(text).map(|n| (n.value, n.integer));
+                match column.fill {
+                    Fill::RowIndex => Value::Integer(index as i64 + 1),
+                    Fill::Text => Value::Text(text.to_string()),
+                    Fill::Integer => text.parse().map_or(Value::Null, Value::Integer),
+                    Fill::Real => number().map_or(Value::Null, |(v, _)| Value::Real(v)),
+                    Fill::Number => match number() {
+                        Some((v, true)) if column.sql_type == "INTEGER" => Value::Integer(v as i64),
+                        Some((v, _)) => Value::Real(v),
+                        None => Value::Null,
+                    },
+                    Fill::Date => parse_date(text).map_or(Value::Null, Value::Text),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Names made unique case-insensitively, as SQLite compares them.
+#[derive(Default)]
+struct NameSet(std::collections::HashSet<String>);
+
+impl NameSet {
+    fn take(&mut self, base: String) -> String {
+        let mut name = base.clone();
+        let mut n = 2;
+        while !self.0.insert(name.to_lowercase()) {
+            name = format!("{base}_{n}");
+            n += 1;
+        }
+        name
+    }
+}
+
+/// SQL keywords a model would write bare and SQLite would reject as names.
+const RESERVED: &[&str] = &[
+    "all",
+    "and",
+    "as",
+    "asc",
+    "between",
+    "by",
+    "case",
+    "check",
+    "column",
+    "create",
+    "default",
+    "delete",
+    "desc",
+    "distinct",
+    "drop",
+    "else",
+    "end",
+    "except",
+    "exists",
+    "from",
+    "group",
+    "having",
+    "in",
+    "index",
+    "insert",
+    "intersect",
+    "into",
+    "is",
+    "join",
+    "key",
+    "limit",
+    "not",
+    "null",
+    "on",
+    "or",
+    "order",
+    "primary",
+    "references",
+    "select",
+    "set",
+    "table",
+    "then",
+    "to",
+    "union",
+    "unique",
+    "update",
+    "values",
+    "when",
+    "where",
+    "with",
+];
+
+/// `text` as a lower-case SQL name that needs no quotes: runs of other
+/// characters become one `_`; a name that would start with a digit gets
+/// `prefix_` before it, and a keyword `_` after it.
+pub fn identifier(text: &str, prefix: &str) -> String {
+    let mut name = String::new();
+    let mut gap = false;
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            if gap && !name.is_empty() {
+                name.push('_');
+            }
+            gap = false;
+            name.extend(c.to_lowercase());
+        } else {
+            gap = true;
+        }
+    }
+    if name.is_empty() {
+        return prefix.to_string();
+    }
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        name = format!("{prefix}_{name}");
+    }
+    if RESERVED.contains(&name.as_str()) {
+        name.push('_');
+    }
+    name
+}
+
+/// Writes `tables` to a new file at `path`, whole or not at all: they are
+/// written to a scratch file beside it, which then takes its name.
+pub(super) fn write_new(tables: &[StoredTable], path: &Path, overwrite: Overwrite) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let scratch = tempfile::Builder::new()
+        .prefix(".iesr-tables-")
+        .suffix(".sqlite")
+        .tempfile_in(dir)
+        .map_err(|e| Error::io(dir, e))?;
+    let failed = |e: rusqlite::Error| Error::DatabaseOpen {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    };
+    let mut conn = rusqlite::Connection::open(scratch.path()).map_err(failed)?;
+    conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")
+        .map_err(failed)?;
+    let transaction = conn.transaction().map_err(failed)?;
+    for table in tables {
+        transaction
+            .execute(&table.create_statement(), [])
+            .map_err(failed)?;
+        let placeholders = vec!["?"; table.columns.len()].join(", ");
+        let mut insert = transaction
+            .prepare(&format!(
+                "INSERT INTO {} VALUES ({placeholders})",
+                table.name
+            ))
+            .map_err(failed)?;
+        for index in 0..table.raw.rows.len() {
+            insert
+                .execute(rusqlite::params_from_iter(table.row_values(index)))
+                .map_err(failed)?;
+        }
+    }
+    transaction.commit().map_err(failed)?;
+    drop(conn);
+    let persisted = match overwrite {
+        Overwrite::Replace => scratch.persist(path).map(drop),
+        Overwrite::Refuse => scratch.persist_noclobber(path).map(drop),
+    };
+    persisted.map_err(|e| Error::io(path, e.error))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(header: &[&str], rows: &[&[&str]]) -> RawTable {
+        RawTable {
+            header: header.iter().map(|h| h.to_string()).collect(),
+            rows: rows
+                .iter()
+                .map(|r| {
+                    r.iter()
+                        .map(|c| (!c.is_empty()).then(|| c.to_string()))
+                        .collect()
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn names_become_bare_sql_identifiers() {
+        assert_eq!(identifier("Years won", "column"), "years_won");
+        assert_eq!(identifier(" No. (km) ", "column"), "no_km");
+        assert_eq!(identifier("2011", "column"), "column_2011");
+        assert_eq!(identifier("Order", "column"), "order_");
+        assert_eq!(identifier("%", "column"), "column");
+        assert_eq!(identifier("Élan", "column"), "élan");
+    }
+
+    #[test]
+    fn figures_and_dates_get_companion_columns_and_rows_keep_their_place() {
+        let table = StoredTable::new(
+            "airports".into(),
+            raw(
+                &["City", "Passengers", "Rank", "Opened", "row index"],
+                &[
+                    &["Los Angeles", "14,749", "1", "May 5, 1990", "x"],
+                    &["Houston", "5,465", "", "June 1, 2001", "y"],
+                ],
+            ),
+        );
+        let names: Vec<&str> = table.columns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "row_index",
+                "city",
+                "passengers",
+                "passengers_number",
+                "rank",
+                "opened",
+                "opened_date",
+                "row_index_2"
+            ]
+        );
+        assert_eq!(
+            table.row_values(1),
+            [
+                Value::Integer(2),
+                Value::Text("Houston".into()),
+                Value::Text("5,465".into()),
+                Value::Integer(5465),
+                Value::Null,
+                Value::Text("June 1, 2001".into()),
+                Value::Text("2001-06-01".into()),
+                Value::Text("y".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_written_file_holds_the_typed_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.sqlite");
+        let table = StoredTable::new("t".into(), raw(&["a", "b"], &[&["1", "2.5"], &["3", ""]]));
+        write_new(&[table], &path, Overwrite::Refuse).unwrap();
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let (sum, total): (i64, f64) = conn
+            .query_row("SELECT SUM(a), TOTAL(b) FROM t", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!((sum, total), (4, 2.5));
+        let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(files.len(), 1, "no scratch file is left behind");
+    }
+}

@@ -1,0 +1,153 @@
+//! Table files as sources: `iesr import`, `sql`, `schema` and `search` with
+//! `--table`, on the shipped demo CSV (a WikiTableQuestions table) and on
+//! malformed files.
+
+mod common;
+
+use assert_cmd::Command;
+use common::{folder_fingerprint, model_path};
+use std::path::{Path, PathBuf};
+
+fn demo_csv() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/tables/manzanillo_airport_routes.csv")
+}
+
+/// The binary with its cache in `home`.
+fn iesr(home: &Path) -> Command {
+    let mut command = Command::cargo_bin("iesr").unwrap();
+    command.env("IESR_HOME", home);
+    command
+}
+
+/// The demo table copied into a folder of its own, to watch that folder.
+fn demo_in_folder() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("routes.csv");
+    std::fs::copy(demo_csv(), &csv).unwrap();
+    (dir, csv)
+}
+
+#[test]
+fn a_csv_is_queried_by_its_file_name_with_figures_as_numbers() {
+    let home = tempfile::tempdir().unwrap();
+    let (folder, csv) = demo_in_folder();
+    let before = folder_fingerprint(folder.path());
+    let output = iesr(home.path())
+        .args(["sql", "--json", "--table"])
+        .arg(&csv)
+        .arg("SELECT airline, passengers_number FROM routes ORDER BY passengers_number DESC")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["rows"][0][0], "Alaska Airlines");
+    assert_eq!(result["rows"][0][1], 14749);
+    assert_eq!(result["rows"].as_array().unwrap().len(), 9);
+    assert_eq!(
+        folder_fingerprint(folder.path()),
+        before,
+        "nothing written beside the file"
+    );
+    let cached: Vec<_> = std::fs::read_dir(home.path().join("tables"))
+        .unwrap()
+        .collect();
+    assert_eq!(cached.len(), 1);
+}
+
+#[test]
+fn import_writes_the_same_tables_to_a_new_file() {
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("routes.sqlite");
+    iesr(home.path())
+        .args(["import", "--table"])
+        .arg(demo_csv())
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let schema = iesr(home.path())
+        .args(["schema", "--db"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let schema = String::from_utf8(schema.stdout).unwrap();
+    assert!(
+        schema.contains("CREATE TABLE manzanillo_airport_routes"),
+        "{schema}"
+    );
+    assert!(schema.contains("passengers_number INTEGER"), "{schema}");
+    // A second import to the same path is refused, leaving the file.
+    let again = iesr(home.path())
+        .args(["import", "--table"])
+        .arg(demo_csv())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+}
+
+#[test]
+fn bad_table_files_get_one_line_errors_naming_the_problem() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("ragged.csv", "a,b\n1,2\n3,4,5\n", "line 3 has more fields"),
+        (
+            "broken.jsonl",
+            "{\"a\": 1}\n{\"a\":\n",
+            "line 2 is not JSON",
+        ),
+        ("empty.csv", "", "is empty"),
+        ("header_only.tsv", "a\tb\n", "has no data rows"),
+    ];
+    for (name, contents, expected) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, contents).unwrap();
+        let output = iesr(home.path())
+            .args(["sql", "--table"])
+            .arg(&path)
+            .arg("SELECT 1")
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{name}");
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(name) && stderr.contains(expected),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn search_answers_a_question_over_a_csv_with_the_real_model() {
+    let home = tempfile::tempdir().unwrap();
+    let (folder, csv) = demo_in_folder();
+    let before = folder_fingerprint(folder.path());
+    let output = iesr(home.path())
+        .args(["search", "--json", "--method", "greedy", "--table"])
+        .arg(&csv)
+        .arg("--model")
+        .arg(model_path())
+        .arg("Which airline carries the most passengers?")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        answer["result"]["rows"][0][0], "Alaska Airlines",
+        "{}",
+        answer["sql"]
+    );
+    assert_eq!(folder_fingerprint(folder.path()), before);
+}
