@@ -223,30 +223,43 @@ struct SearchArgs {
     question: String,
 }
 
-/// What a question is asked of: a SQLite file, or table files that become
-/// one (built once in the iesr cache folder, never beside the files).
+/// What a question is asked of: a SQLite file, table files or a knowledge
+/// graph; the last two become a SQLite file in the iesr cache folder, never
+/// beside the files.
 #[derive(clap::Args)]
-#[group(required = true, multiple = false)]
 struct SourceArgs {
     /// SQLite database file (opened read-only).
-    #[arg(long)]
+    #[arg(long, required_unless_present_any = ["table", "kg"], conflicts_with_all = ["table", "kg"])]
     db: Option<PathBuf>,
     /// CSV, TSV or JSON table file (repeatable): each becomes a table named
     /// after its file.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "kg")]
     table: Vec<PathBuf>,
+    /// Knowledge-graph triples (`head|relation|tail` or tab-separated lines):
+    /// the subgraph around --topic becomes one table per relation.
+    #[arg(long, requires = "topic")]
+    kg: Option<PathBuf>,
+    /// An entity the question is about (repeatable), matched to the graph's
+    /// names by spelling.
+    #[arg(long, requires = "kg")]
+    topic: Vec<String>,
+    /// How far from the topics the graph is kept, in edges.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=4))]
+    hops: u8,
 }
 
 impl SourceArgs {
-    /// The SQLite file to read: the --db file, checked, or the tables'
-    /// cached database.
+    /// The SQLite file to read: the --db file, checked, or the one built
+    /// from the tables or the graph.
     fn database(&self) -> Result<PathBuf> {
-        match &self.db {
-            Some(db) => {
+        match (&self.db, &self.kg) {
+            (Some(db), _) => {
                 iesr::db::open::open_read_only(db)?;
                 Ok(db.clone())
             }
-            None => iesr::sources::database_for_tables(&self.table),
+            (None, Some(kg)) => iesr::sources::graph::Graph::open(kg)?
+                .subgraph_database(&self.topic, usize::from(self.hops)),
+            (None, None) => iesr::sources::database_for_tables(&self.table),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! the engine then reads it as it reads any database.
 
 pub mod cells;
+pub mod graph;
 mod read;
 mod store;
 
@@ -22,7 +23,7 @@ const FORMAT: &str = "iesr-tables-1";
 /// The cached SQLite database holding one table per file, built on first
 /// use.
 pub fn database_for_tables(files: &[PathBuf]) -> Result<PathBuf> {
-    let key = content_key(files)?;
+    let key = content_key(FORMAT, files)?;
     let dir = iesr_home().join("tables");
     let path = dir.join(format!("{key:032x}.sqlite"));
     if path.is_file() {
@@ -79,10 +80,11 @@ fn read_all(files: &[PathBuf]) -> Result<Vec<StoredTable>> {
         .collect()
 }
 
-/// A hash of the files' names and contents (and of [`FORMAT`]).
-fn content_key(files: &[PathBuf]) -> Result<u128> {
+/// A hash of the files' names and contents and of the format of what is
+/// built from them.
+fn content_key(format: &str, files: &[PathBuf]) -> Result<u128> {
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-    hasher.update(FORMAT.as_bytes());
+    hasher.update(format.as_bytes());
     for path in files {
         let name = path.file_name().and_then(|s| s.to_str()).unwrap_or("");
         hasher.update(name.as_bytes());
@@ -110,8 +112,9 @@ mod tests {
         }
         std::fs::write(a.path().join("u.csv"), "x\n1\n").unwrap();
         std::fs::write(b.path().join("u.csv"), "x\n2\n").unwrap();
-        let key =
-            |dir: &tempfile::TempDir, name: &str| content_key(&[dir.path().join(name)]).unwrap();
+        let key = |dir: &tempfile::TempDir, name: &str| {
+            content_key(FORMAT, &[dir.path().join(name)]).unwrap()
+        };
         assert_eq!(key(&a, "t.csv"), key(&b, "t.csv"));
         assert_ne!(key(&a, "u.csv"), key(&b, "u.csv"));
         assert_ne!(key(&a, "t.csv"), key(&a, "u.csv"));

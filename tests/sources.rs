@@ -1,12 +1,16 @@
-//! Table files as sources: `iesr import`, `sql`, `schema` and `search` with
-//! `--table`, on the shipped demo CSV (a WikiTableQuestions table) and on
-//! malformed files.
+//! Table files and knowledge graphs as sources: `iesr import`, `sql`,
+//! `schema` and `search` with `--table` and `--kg`, on the shipped demos (a
+//! WikiTableQuestions table, a MetaQA excerpt) and on malformed files.
 
 mod common;
 
 use assert_cmd::Command;
 use common::{folder_fingerprint, model_path};
 use std::path::{Path, PathBuf};
+
+fn demo_graph() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/graphs/movies.txt")
+}
 
 fn demo_csv() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/tables/manzanillo_airport_routes.csv")
@@ -105,12 +109,19 @@ fn bad_table_files_get_one_line_errors_naming_the_problem() {
         ),
         ("empty.csv", "", "is empty"),
         ("header_only.tsv", "a\tb\n", "has no data rows"),
+        ("pairs.txt", "a|b|c\nd|e\n", "line 2 has 2 fields"),
     ];
     for (name, contents, expected) in cases {
         let path = dir.path().join(name);
         std::fs::write(&path, contents).unwrap();
+        let source = if name.ends_with(".txt") {
+            vec!["--topic", "a", "--kg"]
+        } else {
+            vec!["--table"]
+        };
         let output = iesr(home.path())
-            .args(["sql", "--table"])
+            .arg("sql")
+            .args(source)
             .arg(&path)
             .arg("SELECT 1")
             .output()
@@ -150,4 +161,67 @@ fn search_answers_a_question_over_a_csv_with_the_real_model() {
         answer["sql"]
     );
     assert_eq!(folder_fingerprint(folder.path()), before);
+}
+
+#[test]
+fn a_graph_becomes_relation_tables_that_join_on_their_entities() {
+    let home = tempfile::tempdir().unwrap();
+    let output = iesr(home.path())
+        .args(["sql", "--json", "--topic", "sofia coppola", "--kg"])
+        .arg(demo_graph())
+        .arg(
+            "SELECT DISTINCT y.release_year FROM directed_by d JOIN release_year y \
+             ON y.entity = d.entity WHERE d.directed_by = 'Sofia Coppola' ORDER BY 1",
+        )
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let years: Vec<&str> = result["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[0].as_str().unwrap())
+        .collect();
+    assert_eq!(years, ["1938", "1999", "2003", "2006", "2010", "2013"]);
+    // Out of reach at one hop: the films' years.
+    let output = iesr(home.path())
+        .args(["sql", "--hops", "1", "--topic", "Sofia Coppola", "--kg"])
+        .arg(demo_graph())
+        .arg("SELECT * FROM release_year")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&output.stderr).contains("no such table: release_year"));
+}
+
+#[test]
+fn search_answers_a_two_hop_question_over_a_graph_with_the_real_model() {
+    let home = tempfile::tempdir().unwrap();
+    let output = iesr(home.path())
+        .args([
+            "search",
+            "--json",
+            "--method",
+            "greedy",
+            "--topic",
+            "Joel Zwick",
+            "--kg",
+        ])
+        .arg(demo_graph())
+        .arg("--model")
+        .arg(model_path())
+        .arg("What languages are the movies directed by Joel Zwick in?")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(answer["result"]["rows"][0][0], "Greek", "{}", answer["sql"]);
 }

@@ -1,0 +1,415 @@
+//! Knowledge graphs as tables. A triples file is read once into an indexed
+//! SQLite store in the cache; for a question, its topic entities are linked
+//! to graph nodes, the subgraph within H hops is cut, and every relation in
+//! it becomes a table whose first column `entity` holds the subject and
+//! whose second column, named after the relation, holds the object. Tables
+//! share entity names, so a multi-hop question is a join:
+//! `SELECT s.starred_actors FROM directed_by d JOIN starred_actors s ON
+//! s.entity = d.entity WHERE d.directed_by = 'Joel Zwick'`.
+
+use super::read::source_error;
+use super::store::identifier;
+use crate::error::{Error, Result};
+use crate::llm::card::iesr_home;
+use rusqlite::{params, Connection, OpenFlags};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+
+/// Bumped whenever the stores or subgraph tables built from the same file
+/// would differ.
+const FORMAT: &str = "iesr-graph-1";
+
+/// A node with more edges than this is reached but not expanded: a year or
+/// a language links to thousands of entities no question walks through.
+const MAX_FANOUT: usize = 500;
+
+/// A triples file's indexed store.
+pub struct Graph {
+    conn: Connection,
+    key: u128,
+    /// The folder of the store, where subgraph databases are cached too.
+    cache: PathBuf,
+}
+
+impl Graph {
+    /// The store of `file` (`head|relation|tail` or tab-separated lines),
+    /// built on first use in the cache folder.
+    pub fn open(file: &Path) -> Result<Graph> {
+        Self::open_in(file, &iesr_home().join("graphs"))
+    }
+
+    fn open_in(file: &Path, dir: &Path) -> Result<Graph> {
+        let key = super::content_key(FORMAT, &[file.to_path_buf()])?;
+        let store = dir.join(format!("{key:032x}.sqlite"));
+        if !store.is_file() {
+            let triples = read_triples(file)?;
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+            write_store(&triples, &store)?;
+        }
+        let conn = Connection::open_with_flags(&store, OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| store_error(&store, e))?;
+        Ok(Graph {
+            conn,
+            key,
+            cache: dir.to_path_buf(),
+        })
+    }
+
+    /// The graph node a topic names: the same name, else the same name
+    /// ignoring case, else the name sharing the most character trigrams
+    /// (Jaccard similarity, which MinHash estimates; exact here, as one
+    /// pass over the names is fast enough).
+    pub fn link(&self, topic: &str) -> Result<String> {
+        let exact: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT head FROM triples WHERE head = ?1 UNION SELECT tail FROM triples WHERE tail = ?1 LIMIT 1",
+                [topic],
+                |r| r.get(0),
+            )
+            .ok();
+        if let Some(name) = exact {
+            return Ok(name);
+        }
+        let names = self.names()?;
+        let lower = topic.to_lowercase();
+        if let Some(name) = names.iter().find(|n| n.to_lowercase() == lower) {
+            return Ok(name.clone());
+        }
+        let wanted = trigrams(&lower);
+        names
+            .iter()
+            .map(|n| (jaccard(&wanted, &trigrams(&n.to_lowercase())), n))
+            .filter(|(score, _)| *score > 0.0)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, n)| n.clone())
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "no entity of the graph resembles the topic `{topic}`; check its spelling"
+                ))
+            })
+    }
+
+    fn names(&self) -> Result<Vec<String>> {
+        let mut statement = self
+            .conn
+            .prepare("SELECT head FROM triples UNION SELECT tail FROM triples")
+            .map_err(|e| store_error(Path::new("graph"), e))?;
+        let names = statement
+            .query_map([], |r| r.get(0))
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
+            .map_err(|e| store_error(Path::new("graph"), e))?;
+        Ok(names)
+    }
+
+    /// The triples within `hops` of the topics: every edge of every node
+    /// reached in fewer than `hops` steps, in either direction.
+    pub fn subgraph(&self, topics: &[String], hops: usize) -> Result<Vec<Triple>> {
+        let failed = |e| store_error(Path::new("graph"), e);
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT head, relation, tail FROM triples WHERE head = ?1
+                 UNION ALL SELECT head, relation, tail FROM triples WHERE tail = ?1 LIMIT ?2",
+            )
+            .map_err(failed)?;
+        let mut seen: HashSet<String> = topics.iter().cloned().collect();
+        let mut frontier: Vec<String> = topics.to_vec();
+        let mut kept: BTreeSet<Triple> = BTreeSet::new();
+        for _ in 0..hops {
+            let mut next = Vec::new();
+            for node in &frontier {
+                let edges: Vec<Triple> = statement
+                    .query_map(params![node, MAX_FANOUT as i64 + 1], |r| {
+                        Ok(Triple {
+                            head: r.get(0)?,
+                            relation: r.get(1)?,
+                            tail: r.get(2)?,
+                        })
+                    })
+                    .and_then(|rows| rows.collect())
+                    .map_err(failed)?;
+                if edges.len() > MAX_FANOUT && !topics.contains(node) {
+                    continue;
+                }
+                for edge in edges {
+                    for end in [&edge.head, &edge.tail] {
+                        if seen.insert(end.clone()) {
+                            next.push(end.clone());
+                        }
+                    }
+                    kept.insert(edge);
+                }
+            }
+            frontier = next;
+        }
+        Ok(kept.into_iter().collect())
+    }
+
+    /// The cached database of the subgraph around `topics` (linked), one
+    /// table per relation.
+    pub fn subgraph_database(&self, topics: &[String], hops: usize) -> Result<PathBuf> {
+        let linked: Vec<String> = topics.iter().map(|t| self.link(t)).collect::<Result<_>>()?;
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        hasher.update(&self.key.to_le_bytes());
+        hasher.update(&(hops as u64).to_le_bytes());
+        for topic in &linked {
+            hasher.update(topic.as_bytes());
+            hasher.update(&[0]);
+        }
+        let dir = self.cache.join("subgraphs");
+        let path = dir.join(format!("{:032x}.sqlite", hasher.digest128()));
+        if !path.is_file() {
+            let triples = self.subgraph(&linked, hops)?;
+            std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+            write_relation_tables(&triples, &path)?;
+        }
+        Ok(path)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Triple {
+    pub head: String,
+    pub relation: String,
+    pub tail: String,
+}
+
+/// One triple per line: `head|relation|tail`, or the three tab-separated.
+fn read_triples(path: &Path) -> Result<Vec<Triple>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let mut triples = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parts: Vec<&str> = if line.contains('\t') {
+            line.split('\t').collect()
+        } else {
+            line.split('|').collect()
+        };
+        let [head, relation, tail] = parts[..] else {
+            return Err(source_error(
+                path,
+                format!(
+                    "line {} has {} fields; write each triple as head|relation|tail (or tab-separated)",
+                    i + 1,
+                    parts.len()
+                ),
+            ));
+        };
+        let field = |s: &str| s.trim().to_string();
+        triples.push(Triple {
+            head: field(head),
+            relation: field(relation),
+            tail: field(tail),
+        });
+    }
+    if triples.is_empty() {
+        return Err(source_error(path, "holds no triples".into()));
+    }
+    Ok(triples)
+}
+
+fn store_error(path: &Path, error: rusqlite::Error) -> Error {
+    Error::DatabaseOpen {
+        path: path.to_path_buf(),
+        detail: error.to_string(),
+    }
+}
+
+/// Writes a new SQLite file whole or not at all, through a scratch file
+/// beside it.
+fn write_atomically(
+    path: &Path,
+    fill: impl FnOnce(&Connection) -> rusqlite::Result<()>,
+) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let scratch = tempfile::Builder::new()
+        .prefix(".iesr-graph-")
+        .tempfile_in(dir)
+        .map_err(|e| Error::io(dir, e))?;
+    let mut conn = Connection::open(scratch.path()).map_err(|e| store_error(path, e))?;
+    // The keys declared between relation tables document joins; they are
+    // not unique, so they cannot be enforced.
+    conn.execute_batch("PRAGMA foreign_keys = OFF")
+        .map_err(|e| store_error(path, e))?;
+    let transaction = conn.transaction().map_err(|e| store_error(path, e))?;
+    fill(&transaction).map_err(|e| store_error(path, e))?;
+    transaction.commit().map_err(|e| store_error(path, e))?;
+    drop(conn);
+    scratch
+        .persist(path)
+        .map(drop)
+        .map_err(|e| Error::io(path, e.error))
+}
+
+fn write_store(triples: &[Triple], path: &Path) -> Result<()> {
+    write_atomically(path, |conn| {
+        conn.execute_batch("CREATE TABLE triples (head TEXT, relation TEXT, tail TEXT)")?;
+        let mut insert = conn.prepare("INSERT INTO triples VALUES (?1, ?2, ?3)")?;
+        for t in triples {
+            insert.execute(params![t.head, t.relation, t.tail])?;
+        }
+        conn.execute_batch(
+            "CREATE INDEX triples_head ON triples(head); CREATE INDEX triples_tail ON triples(tail);",
+        )
+    })
+}
+
+/// One table per relation: `entity` (the subject) and the relation's name
+/// (the object). A column is declared a foreign key of every other table
+/// whose subjects it shares (the largest first, which the schema shows), so
+/// that joins are visible to the model and to the join repair.
+fn write_relation_tables(triples: &[Triple], path: &Path) -> Result<()> {
+    let mut by_relation: BTreeMap<String, Vec<&Triple>> = BTreeMap::new();
+    for t in triples {
+        by_relation
+            .entry(identifier(&t.relation, "relation"))
+            .or_default()
+            .push(t);
+    }
+    let subjects: BTreeMap<&str, HashSet<&str>> = by_relation
+        .iter()
+        .map(|(name, rows)| {
+            (
+                name.as_str(),
+                rows.iter().map(|t| t.head.as_str()).collect(),
+            )
+        })
+        .collect();
+    let mut by_size: Vec<&str> = subjects.keys().copied().collect();
+    by_size.sort_by_key(|name| std::cmp::Reverse(subjects[name].len()));
+    let rank = |name: &str| by_size.iter().position(|&n| n == name);
+    // The tables other than `own` holding a subject in `values`; for the
+    // subject column, only the larger ones, so that each pair of tables is
+    // linked by one key, not by two mirrored ones.
+    let sharing = |own: &str, subject: bool, values: &HashSet<&str>| -> Vec<&str> {
+        by_size
+            .iter()
+            .copied()
+            .filter(|&other| other != own && !(subject && rank(other) > rank(own)))
+            .filter(|&other| !subjects[other].is_disjoint(values))
+            .collect()
+    };
+    write_atomically(path, |conn| {
+        for (name, rows) in &by_relation {
+            let column = if name == "entity" { "entity_2" } else { name };
+            let objects: HashSet<&str> = rows.iter().map(|t| t.tail.as_str()).collect();
+            let mut keys = Vec::new();
+            let sides = [
+                ("entity", true, &subjects[name.as_str()]),
+                (column, false, &objects),
+            ];
+            for (own_column, subject, values) in sides {
+                for other in sharing(name, subject, values) {
+                    keys.push(format!(
+                        ", FOREIGN KEY ({own_column}) REFERENCES {other}(entity)"
+                    ));
+                }
+            }
+            conn.execute_batch(&format!(
+                "CREATE TABLE {name} (entity TEXT, {column} TEXT{})",
+                keys.concat()
+            ))?;
+            let mut insert = conn.prepare(&format!("INSERT INTO {name} VALUES (?1, ?2)"))?;
+            for t in rows {
+                insert.execute(params![t.head, t.tail])?;
+            }
+        }
+        Ok(())
+    })
+}
+
+fn trigrams(text: &str) -> HashSet<[char; 3]> {
+    let chars: Vec<char> = format!("  {text} ").chars().collect();
+    chars.windows(3).map(|w| [w[0], w[1], w[2]]).collect()
+}
+
+fn jaccard(a: &HashSet<[char; 3]>, b: &HashSet<[char; 3]>) -> f64 {
+    let shared = a.intersection(b).count();
+    shared as f64 / (a.len() + b.len() - shared).max(1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILMS: &str = "\
+Heat|directed_by|Michael Mann
+Heat|starred_actors|Al Pacino
+Heat|starred_actors|Robert De Niro
+Collateral|directed_by|Michael Mann
+Collateral|starred_actors|Tom Cruise
+Top Gun|starred_actors|Tom Cruise
+Top Gun|release_year|1986
+Ronin|starred_actors|Robert De Niro
+";
+
+    fn graph(dir: &tempfile::TempDir, text: &str) -> Result<Graph> {
+        let file = dir.path().join("films.txt");
+        std::fs::write(&file, text).unwrap();
+        Graph::open_in(&file, &dir.path().join("cache"))
+    }
+
+    #[test]
+    fn topics_link_exactly_then_ignoring_case_then_by_trigrams() {
+        let dir = tempfile::tempdir().unwrap();
+        let graph = graph(&dir, FILMS).unwrap();
+        assert_eq!(graph.link("Heat").unwrap(), "Heat");
+        assert_eq!(graph.link("michael mann").unwrap(), "Michael Mann");
+        assert_eq!(graph.link("Robert DeNiro").unwrap(), "Robert De Niro");
+    }
+
+    #[test]
+    fn the_subgraph_holds_what_lies_within_the_hops() {
+        let dir = tempfile::tempdir().unwrap();
+        let graph = graph(&dir, FILMS).unwrap();
+        let heads = |hops| -> Vec<String> {
+            let triples = graph.subgraph(&["Michael Mann".into()], hops).unwrap();
+            triples
+                .iter()
+                .map(|t| format!("{}>{}", t.head, t.tail))
+                .collect()
+        };
+        assert_eq!(heads(1), ["Collateral>Michael Mann", "Heat>Michael Mann"]);
+        let two = heads(2);
+        assert!(two.contains(&"Heat>Al Pacino".to_string()), "{two:?}");
+        assert!(!two.iter().any(|t| t.starts_with("Top Gun")), "{two:?}");
+        let three = heads(3);
+        assert!(
+            three.contains(&"Top Gun>Tom Cruise".to_string()),
+            "{three:?}"
+        );
+        assert!(!three.contains(&"Top Gun>1986".to_string()), "{three:?}");
+    }
+
+    #[test]
+    fn a_two_hop_question_is_a_join_of_relation_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let graph = graph(&dir, FILMS).unwrap();
+        let path = graph
+            .subgraph_database(&["michael mann".into()], 2)
+            .unwrap();
+        let conn = Connection::open(&path).unwrap();
+        let mut actors: Vec<String> = conn
+            .prepare(
+                "SELECT s.starred_actors FROM directed_by d JOIN starred_actors s \
+                 ON s.entity = d.entity WHERE d.directed_by = 'Michael Mann'",
+            )
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        actors.sort();
+        assert_eq!(actors, ["Al Pacino", "Robert De Niro", "Tom Cruise"]);
+    }
+
+    #[test]
+    fn a_line_that_is_not_a_triple_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = graph(&dir, "a|b|c\na|b\n").err().unwrap().to_string();
+        assert!(error.contains("line 2 has 2 fields"), "{error}");
+    }
+}
