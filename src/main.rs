@@ -326,6 +326,10 @@ struct MethodArgs {
     /// Show every table in every prompt, however wide the schema.
     #[arg(long)]
     no_focus: bool,
+    /// Greedy and sc: when the chosen query fails or returns no value, write
+    /// it again with what execution said, up to this many times (0: never).
+    #[arg(long, default_value_t = iesr::search::DEFAULT_FEEDBACK_ROUNDS)]
+    feedback_rounds: usize,
     #[command(flatten)]
     search: TreeSearchArgs,
 }
@@ -418,6 +422,7 @@ impl MethodArgs {
             max_tokens: self.max_tokens,
             name_constraint: !self.no_name_constraint,
             focus_chars: (!self.no_focus).then_some(self.focus_chars),
+            feedback_rounds: self.feedback_rounds,
             iesr: self.search.config(gpu_class)?,
             ..SearchConfig::default()
         })

@@ -18,6 +18,18 @@ pub const SQL_GENERATION_USER: Template = Template {
     text: include_str!("../prompts/sql_generation.user.txt"),
 };
 
+/// Execution guidance: a query that failed, told why.
+pub const FEEDBACK_ERROR: Template = Template {
+    name: "feedback_error.user",
+    text: include_str!("../prompts/feedback_error.user.txt"),
+};
+
+/// Execution guidance: a query that ran without a value, told so.
+pub const FEEDBACK_EMPTY: Template = Template {
+    name: "feedback_empty.user",
+    text: include_str!("../prompts/feedback_empty.user.txt"),
+};
+
 pub const REASONING_SYSTEM: Template = Template {
     name: "reasoning.system",
     text: include_str!("../prompts/reasoning.system.txt"),

@@ -3,6 +3,7 @@
 //! (self-consistency) are the baselines the tree search is measured against.
 
 pub mod extract;
+mod feedback;
 mod iesr;
 pub mod mcts;
 pub mod name_constraint;
@@ -26,6 +27,7 @@ use crate::understand::linking::ValueIndex;
 use crate::understand::rules::RuleBase;
 use crate::understand::UnderstandConfig;
 use extract::extract_sql;
+pub use feedback::DEFAULT_FEEDBACK_ROUNDS;
 use mcts::{MctsConfig, RolloutProgress};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -96,6 +98,9 @@ pub struct SearchConfig {
     /// one-call prompts show only the tables the question needs most,
     /// within this many; None shows every table.
     pub focus_chars: Option<usize>,
+    /// L: how many times greedy's or sc's chosen query is written again
+    /// with execution feedback when it fails or returns no value.
+    pub feedback_rounds: usize,
     pub exec: ExecConfig,
     pub iesr: IesrConfig,
 }
@@ -109,6 +114,7 @@ impl Default for SearchConfig {
             schema_chars: 12_000,
             name_constraint: true,
             focus_chars: Some(DEFAULT_FOCUS_CHARS),
+            feedback_rounds: DEFAULT_FEEDBACK_ROUNDS,
             exec: ExecConfig::default(),
             iesr: IesrConfig::default(),
         }
@@ -249,7 +255,7 @@ impl Engine {
             .model
             .generate(&Prompt::Chat(messages.clone()), &sampling)?;
         trace.cost.add(&generation.usage);
-        let call = CallRecord::new("sql_generation", messages, &sampling, generation);
+        let call = CallRecord::new("sql_generation", messages.clone(), &sampling, generation);
         let outputs = call.outputs.clone();
         trace.calls.push(call);
 
@@ -277,6 +283,24 @@ impl Engine {
                 votes,
                 score: votes as f64 / n as f64,
             });
+        }
+        let chosen_has_value = chosen
+            .winner
+            .is_some_and(|i| feedback::has_value(&outcomes[i]));
+        if let Some(i) = chosen.winner.filter(|_| !chosen_has_value) {
+            let rounds = self.config.feedback_rounds;
+            let corrected =
+                self.correct_by_feedback(messages, &sqls[i], &outcomes[i], rounds, &mut trace)?;
+            if let Some((sql, result)) = corrected {
+                return Ok(Answer {
+                    sql: Some(sql),
+                    result: Some(result),
+                    error: None,
+                    // It runs with a value, but no sample agreed with it.
+                    confidence: CORRECTED_CONFIDENCE,
+                    trace,
+                });
+            }
         }
         let (sql, result, error) = match chosen.winner {
             Some(i) => (
@@ -337,6 +361,9 @@ impl Engine {
 const FOCUS_LINK_SIMILARITY: f64 = 0.6;
 
 /// What greedy and sc ask for.
+/// The confidence of an answer found by execution feedback.
+const CORRECTED_CONFIDENCE: f64 = 0.5;
+
 const DIRECT_INSTRUCTION: &str = "Write one SQLite query that answers the question.";
 
 /// The prompt of greedy and sc, and of the search's direct query: the
@@ -409,12 +436,101 @@ mod tests {
     }
 
     fn engine(replies: Vec<&str>, method: Method) -> Engine {
+        engine_with_feedback(replies, method, DEFAULT_FEEDBACK_ROUNDS)
+    }
+
+    fn engine_with_feedback(replies: Vec<&str>, method: Method, rounds: usize) -> Engine {
         let model = Arc::new(ScriptedModel::new(replies));
         let config = SearchConfig {
             method,
+            feedback_rounds: rounds,
             ..SearchConfig::default()
         };
         Engine::new(model, &concert_singer(), config).unwrap()
+    }
+
+    fn stages(answer: &Answer) -> Vec<&str> {
+        answer
+            .trace
+            .calls
+            .iter()
+            .map(|c| c.stage.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn a_failing_query_is_written_again_with_the_error_until_it_answers() {
+        let replies = vec![
+            "```sql
+SELECT nosuch FROM singer
+```",
+            "```sql
+SELECT alsonot FROM singer
+```",
+            "```sql
+SELECT count(*) FROM singer
+```",
+        ];
+        let answer = engine(replies, Method::Greedy)
+            .answer("How many singers?", None)
+            .unwrap();
+        assert_eq!(answer.sql.as_deref(), Some("SELECT count(*) FROM singer"));
+        assert_eq!(answer.result.as_ref().unwrap().rows[0][0].to_string(), "6");
+        assert_eq!(answer.confidence, CORRECTED_CONFIDENCE);
+        assert_eq!(
+            stages(&answer),
+            ["sql_generation", "execution_feedback", "execution_feedback"]
+        );
+        // The second correction sees the first one and why it failed.
+        let prompt = &answer.trace.calls[2].prompt;
+        let turns: Vec<&str> = prompt.iter().map(|m| m.role.as_str()).collect();
+        assert_eq!(
+            turns,
+            ["system", "user", "assistant", "user", "assistant", "user"]
+        );
+        assert!(prompt[4].content.contains("SELECT alsonot FROM singer"));
+        assert!(
+            prompt[5].content.contains("no such column: alsonot"),
+            "{}",
+            prompt[5].content
+        );
+        assert_eq!(answer.trace.candidates.len(), 3);
+    }
+
+    #[test]
+    fn an_empty_result_gets_feedback_and_a_repeated_query_ends_it() {
+        let empty = "```sql
+SELECT name FROM singer WHERE age > 1000
+```";
+        let answer = engine(vec![empty, empty], Method::Greedy)
+            .answer("Who is over 1000?", None)
+            .unwrap();
+        assert_eq!(stages(&answer), ["sql_generation", "execution_feedback"]);
+        assert!(answer.trace.calls[1].prompt[3]
+            .content
+            .contains("returned no rows with a value"));
+        // Nothing better was found: the chosen query stands.
+        assert_eq!(
+            answer.sql.as_deref(),
+            Some("SELECT name FROM singer WHERE age > 1000")
+        );
+        assert_eq!(answer.result.as_ref().unwrap().total_rows, 0);
+    }
+
+    #[test]
+    fn no_feedback_rounds_means_one_call() {
+        let answer = engine_with_feedback(
+            vec![
+                "```sql
+SELECT nosuch FROM singer
+```",
+            ],
+            Method::Greedy,
+            0,
+        )
+        .answer("?", None)
+        .unwrap();
+        assert_eq!(stages(&answer), ["sql_generation"]);
     }
 
     #[test]
@@ -465,9 +581,10 @@ mod tests {
 
     #[test]
     fn greedy_reports_a_failing_query_with_zero_confidence() {
-        let answer = engine(
+        let answer = engine_with_feedback(
             vec!["```sql\nSELECT nosuch FROM singer\n```"],
             Method::Greedy,
+            0,
         )
         .answer("?", Some("a hint"))
         .unwrap();

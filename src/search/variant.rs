@@ -53,6 +53,9 @@ impl SearchConfig {
             }
             Some(_) => {}
         }
+        if self.feedback_rounds != super::DEFAULT_FEEDBACK_ROUNDS {
+            changes.insert(0, format!("feedback-rounds {}", self.feedback_rounds));
+        }
         if !self.name_constraint {
             changes.insert(0, "no-name-constraint".to_string());
         }

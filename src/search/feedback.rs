@@ -1,0 +1,103 @@
+//! Execution guidance for the one-call methods: when the chosen query fails
+//! or returns nothing with a value, the model is shown its query and what
+//! execution said, and writes it again, up to L times, each round told why
+//! the one before fell short.
+
+use super::extract::extract_sql;
+use super::Engine;
+use crate::db::{QueryOutcome, QueryResult};
+use crate::error::Result;
+use crate::llm::{ChatMessage, Prompt, Sampling};
+use crate::prompts::{FEEDBACK_EMPTY, FEEDBACK_ERROR};
+use crate::trace::{CallRecord, CandidateRecord, Execution, Trace};
+use std::sync::Arc;
+
+/// L: corrections tried after the chosen query, by default.
+pub const DEFAULT_FEEDBACK_ROUNDS: usize = 3;
+
+/// Whether an outcome answers: it ran and some row holds a value.
+pub(super) fn has_value(outcome: &QueryOutcome) -> bool {
+    outcome.as_ref().is_ok_and(|r| r.digest.has_non_null())
+}
+
+impl Engine {
+    /// Up to `rounds` corrections of `sql` (written in reply to `messages`),
+    /// each call and candidate recorded in `trace`: the first correction
+    /// that runs with a value, or None.
+    pub(super) fn correct_by_feedback(
+        &self,
+        mut messages: Vec<ChatMessage>,
+        sql: &str,
+        outcome: &QueryOutcome,
+        rounds: usize,
+        trace: &mut Trace,
+    ) -> Result<Option<(String, Arc<QueryResult>)>> {
+        let sampling = Sampling {
+            temperature: 0.0,
+            max_tokens: self.config.max_tokens,
+            seed: self.config.seed,
+            n: 1,
+            constraint: self.constraint.clone(),
+            ..Sampling::default()
+        };
+        let (mut sql, mut outcome) = (sql.to_string(), outcome.clone());
+        for _ in 0..rounds {
+            messages.push(ChatMessage::new("assistant", format!("```sql\n{sql}\n```")));
+            messages.push(ChatMessage::new("user", feedback(&outcome)));
+            let generation = self
+                .model
+                .generate(&Prompt::Chat(messages.clone()), &sampling)?;
+            trace.cost.add(&generation.usage);
+            let call = CallRecord::new(
+                "execution_feedback",
+                messages.clone(),
+                &sampling,
+                generation,
+            );
+            let written = call.outputs.first().and_then(|o| extract_sql(o));
+            trace.calls.push(call);
+            // A reply without a query ends the guidance: asking again would
+            // show the model the same feedback.
+            let Some(written) = written else {
+                return Ok(None);
+            };
+            let (written, ran) = match self.executor.query(&written) {
+                Err(e) => {
+                    match self
+                        .names
+                        .fix_until_it_runs(&self.executor, &written, &e.to_string())
+                    {
+                        Some((fixed, result)) => (fixed, Ok(result)),
+                        None => (written, Err(e)),
+                    }
+                }
+                ran => (written, ran),
+            };
+            trace.candidates.push(CandidateRecord {
+                sql: written.clone(),
+                execution: Execution::from_outcome(&ran),
+                votes: 0,
+                score: 0.0,
+            });
+            if let Ok(result) = &ran {
+                if has_value(&ran) {
+                    return Ok(Some((written, Arc::clone(result))));
+                }
+            }
+            // The same query again would get the same feedback.
+            if written == sql {
+                return Ok(None);
+            }
+            (sql, outcome) = (written, ran);
+        }
+        Ok(None)
+    }
+}
+
+/// What execution said of a query, as the next user turn.
+fn feedback(outcome: &QueryOutcome) -> String {
+    match outcome {
+        Err(error) => FEEDBACK_ERROR.render(&[("error", &error.to_string())]),
+        Ok(_) => FEEDBACK_EMPTY.render(&[]),
+    }
+}
