@@ -814,6 +814,11 @@ fn run(command: Command) -> Result<()> {
         } => {
             let loaded = data.load(None)?;
             let predictions = if predictions == "gold" {
+                if loaded.kind == DatasetKind::Wikitablequestions {
+                    return Err(Error::InvalidArgument(
+                        "WikiTableQuestions has gold answers, not gold SQL; --predictions gold applies to SQL benchmarks".into(),
+                    ));
+                }
                 Predictions::Gold
             } else {
                 Predictions::read(&PathBuf::from(predictions))?

@@ -118,3 +118,43 @@ fn wrong_split_for_dataset_is_an_argument_error() {
     let err = eval::load(DatasetKind::Spider, &datasets().join("spider"), &filters).unwrap_err();
     assert!(err.to_string().contains("--split"), "{err}");
 }
+
+#[test]
+fn wikitablequestions_is_scored_by_denotation_over_its_tables() {
+    let filters = Filters {
+        subset: Some(["nt-2", "nt-3", "nt-8"].map(String::from).into()),
+        ..Filters::default()
+    };
+    let data = eval::load(
+        DatasetKind::Wikitablequestions,
+        &datasets().join("wikitablequestions"),
+        &filters,
+    )
+    .unwrap();
+    assert_eq!(data.examples.len(), 3);
+    assert!(data.examples[0].db_path.extension().unwrap() == "sqlite");
+    // nt-2: "which team won previous to crettyard?" (Wolfe Tones, the next
+    // row); nt-3: Los Angeles' passengers less Saskatoon's, gold "12,467".
+    let sql: HashMap<String, String> = [
+        (
+            "nt-2",
+            "SELECT team FROM table_772 WHERE row_index = \
+             (SELECT row_index + 1 FROM table_772 WHERE team = 'Crettyard')",
+        ),
+        (
+            "nt-3",
+            "SELECT (SELECT passengers_number FROM table_515 WHERE city LIKE '%Los Angeles') \
+             - (SELECT passengers_number FROM table_515 WHERE city LIKE '%Saskatoon')",
+        ),
+        ("nt-8", "SELECT 33"),
+    ]
+    .into_iter()
+    .map(|(id, sql)| (id.to_string(), sql.to_string()))
+    .collect();
+    let report = eval::score(&data, &Predictions::Sql(sql), &EvalOptions::default()).unwrap();
+    let verdicts: Vec<&Verdict> = report.questions.iter().map(|q| &q.verdict).collect();
+    assert_eq!(
+        verdicts,
+        [&Verdict::Correct, &Verdict::Correct, &Verdict::Wrong]
+    );
+}

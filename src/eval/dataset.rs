@@ -15,6 +15,10 @@ pub enum DatasetKind {
     Spider,
     /// `dev.json` (evidence used as the hint) + `dev_databases/<db>/<db>.sqlite`.
     Bird,
+    /// `data/random-split-1-dev.tsv` + `csv/<folder>/<n>.csv`: questions
+    /// over one table each, scored by denotation (the answer's values).
+    #[value(name = "wikitablequestions", alias = "wtq")]
+    Wikitablequestions,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Default)]
@@ -29,7 +33,17 @@ pub enum Split {
     Minidev,
 }
 
-/// One benchmark question with its gold query.
+/// What a benchmark counts as right.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Gold {
+    /// A query whose result the prediction's must equal.
+    Sql(String),
+    /// The values of the answer (table QA), compared by denotation.
+    Answers(Vec<String>),
+}
+
+/// One benchmark question with its gold query or answer.
 #[derive(Debug, Clone, Serialize)]
 pub struct Example {
     pub question_id: String,
@@ -37,7 +51,7 @@ pub struct Example {
     pub db_path: PathBuf,
     pub question: String,
     pub hint: Option<String>,
-    pub gold_sql: String,
+    pub gold: Gold,
     /// BIRD difficulty or LogicCat type, for breakdowns.
     pub group: Option<String>,
 }
@@ -150,7 +164,7 @@ pub fn load(kind: DatasetKind, data_dir: &Path, filters: &Filters) -> Result<Loa
                     db_id: r.db_id,
                     question: r.question,
                     hint: None,
-                    gold_sql: r.query,
+                    gold: Gold::Sql(r.query),
                     group: Some(format!("type {}", r.kind)),
                 })
                 .collect()
@@ -166,7 +180,7 @@ pub fn load(kind: DatasetKind, data_dir: &Path, filters: &Filters) -> Result<Loa
                     db_id: r.db_id,
                     question: r.question,
                     hint: None,
-                    gold_sql: r.query,
+                    gold: Gold::Sql(r.query),
                     group: None,
                 })
                 .collect()
@@ -186,11 +200,12 @@ pub fn load(kind: DatasetKind, data_dir: &Path, filters: &Filters) -> Result<Loa
                     db_id: r.db_id,
                     question: r.question,
                     hint: Some(r.evidence).filter(|e| !e.trim().is_empty()),
-                    gold_sql: r.sql,
+                    gold: Gold::Sql(r.sql),
                     group: r.difficulty,
                 })
                 .collect()
         }
+        DatasetKind::Wikitablequestions => read_wikitablequestions(data_dir)?,
     };
     let mut skipped_missing_db = BTreeMap::new();
     let mut kept = Vec::new();
@@ -214,12 +229,79 @@ pub fn load(kind: DatasetKind, data_dir: &Path, filters: &Filters) -> Result<Loa
     if let Some(limit) = filters.limit {
         kept.truncate(limit);
     }
+    if kind == DatasetKind::Wikitablequestions {
+        // Each kept question's table becomes its (cached) database; a table
+        // that cannot be read skips its questions, counted as missing.
+        kept.retain_mut(|example| {
+            match crate::sources::database_for_tables(std::slice::from_ref(&example.db_path)) {
+                Ok(db) => {
+                    example.db_path = db;
+                    true
+                }
+                Err(_) => {
+                    *skipped_missing_db.entry(example.db_id.clone()).or_insert(0) += 1;
+                    false
+                }
+            }
+        });
+    }
     Ok(LoadedDataset {
         kind,
         split: filters.split,
         examples: kept,
         skipped_missing_db,
     })
+}
+
+/// WikiTableQuestions' random split 1 dev questions: `id`, `utterance`,
+/// `context` (the table's path) and `targetValue` (values separated by `|`,
+/// with `\p`, `\n` and `\\` escaping a pipe, a newline and a backslash).
+fn read_wikitablequestions(data_dir: &Path) -> Result<Vec<Example>> {
+    let path = data_dir.join("data/random-split-1-dev.tsv");
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::Dataset {
+        path: path.clone(),
+        detail: format!("{e}; check --data-dir"),
+    })?;
+    text.lines()
+        .enumerate()
+        .skip(1)
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(i, line)| {
+            let fields: Vec<&str> = line.split('\t').collect();
+            let [id, question, context, target] = fields[..] else {
+                return Err(Error::Dataset {
+                    path: path.clone(),
+                    detail: format!("line {} does not have 4 tab-separated fields", i + 1),
+                });
+            };
+            Ok(Example {
+                question_id: id.to_string(),
+                db_id: context.to_string(),
+                db_path: data_dir.join(context),
+                question: unescape_wtq(question),
+                hint: None,
+                gold: Gold::Answers(target.split('|').map(unescape_wtq).collect()),
+                group: None,
+            })
+        })
+        .collect()
+}
+
+fn unescape_wtq(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match (c, c == '\\') {
+            (_, true) => match chars.next() {
+                Some('p') => out.push('|'),
+                Some('n') => out.push('\n'),
+                Some(other) => out.push(other),
+                None => out.push('\\'),
+            },
+            (c, false) => out.push(c),
+        }
+    }
+    out
 }
 
 fn db_file(data_dir: &Path, folder: &str, db_id: &str) -> PathBuf {

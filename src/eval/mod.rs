@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod dataset;
+pub mod denotation;
 pub mod paired;
 pub mod plot;
 pub mod predictions;
@@ -9,6 +10,6 @@ mod progress;
 pub mod report;
 pub mod score;
 
-pub use dataset::{load, read_subset, DatasetKind, Example, Filters, LoadedDataset, Split};
+pub use dataset::{load, read_subset, DatasetKind, Example, Filters, Gold, LoadedDataset, Split};
 pub use predictions::Predictions;
 pub use score::{score, score_one, EvalOptions, QuestionScore, Report, Tally, Verdict};

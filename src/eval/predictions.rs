@@ -41,10 +41,11 @@ impl Predictions {
         Ok(Predictions::Sql(sql_by_id))
     }
 
-    /// The SQL to score for a question, or None when it has no prediction.
-    pub fn sql_for<'a>(&'a self, question_id: &str, gold_sql: &'a str) -> Option<&'a str> {
+    /// The SQL to score for a question, or None when it has no prediction
+    /// (or, scoring the gold, no gold query).
+    pub fn sql_for<'a>(&'a self, question_id: &str, gold_sql: Option<&'a str>) -> Option<&'a str> {
         match self {
-            Predictions::Gold => Some(gold_sql),
+            Predictions::Gold => gold_sql,
             Predictions::Sql(map) => map.get(question_id).map(String::as_str),
         }
     }

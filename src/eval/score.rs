@@ -2,7 +2,8 @@
 //! compares the results under BIRD's or Spider's rule. A predicted query that
 //! fails is wrong; a gold query that fails is reported apart, never counted.
 
-use super::dataset::{Example, LoadedDataset};
+use super::dataset::{Example, Gold, LoadedDataset};
+use super::denotation::denotes;
 use super::predictions::Predictions;
 use super::progress::progress_bar;
 use crate::db::guard::{has_order_by, strip_distinct};
@@ -223,7 +224,24 @@ pub fn score_one(
             _ => executor.digest(sql),
         }
     };
-    let gold = match run(&example.gold_sql) {
+    let gold_sql = match &example.gold {
+        Gold::Sql(sql) => sql,
+        Gold::Answers(answers) => {
+            score.gold_nonempty = Some(true);
+            score.verdict = match predictions.sql_for(&example.question_id, None) {
+                None => Verdict::Missing,
+                Some(sql) => match executor.query(sql) {
+                    Err(e) => Verdict::PredictionFailed {
+                        error: e.to_string(),
+                    },
+                    Ok(result) if denotes(answers, &result) => Verdict::Correct,
+                    Ok(_) => Verdict::Wrong,
+                },
+            };
+            return score;
+        }
+    };
+    let gold = match run(gold_sql) {
         Ok(gold) => gold,
         Err(e) => {
             score.verdict = Verdict::GoldFailed {
@@ -233,7 +251,7 @@ pub fn score_one(
         }
     };
     score.gold_nonempty = Some(gold.has_non_null());
-    let Some(sql) = predictions.sql_for(&example.question_id, &example.gold_sql) else {
+    let Some(sql) = predictions.sql_for(&example.question_id, Some(gold_sql)) else {
         return score;
     };
     score.verdict = match run(sql) {
@@ -243,9 +261,7 @@ pub fn score_one(
         Ok(predicted) => {
             let same = match options.semantics {
                 Semantics::Bird => bird_equal(&gold, &predicted),
-                Semantics::Spider => {
-                    spider_equal(&gold, &predicted, has_order_by(&example.gold_sql))
-                }
+                Semantics::Spider => spider_equal(&gold, &predicted, has_order_by(gold_sql)),
             };
             if same {
                 Verdict::Correct

@@ -18,7 +18,7 @@ use store::StoredTable;
 
 /// Bumped whenever the tables written for the same files would differ, so
 /// that older cached databases are not reused.
-const FORMAT: &str = "iesr-tables-1";
+const FORMAT: &str = "iesr-tables-2";
 
 /// The cached SQLite database holding one table per file, built on first
 /// use.

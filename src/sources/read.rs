@@ -88,10 +88,14 @@ fn sniff_delimiter(text: &str) -> u8 {
 }
 
 fn read_delimited(text: &str, delimiter: u8) -> std::result::Result<RawTable, String> {
+    // Some exports escape a quote inside a quoted field as `\"` rather
+    // than doubling it.
+    let escape = text.contains("\\\"").then_some(b'\\');
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
         .delimiter(delimiter)
+        .escape(escape)
         .from_reader(text.as_bytes());
     let mut records = Vec::new();
     for record in reader.records() {
@@ -285,6 +289,12 @@ mod tests {
         let headed = read("t.tsv", "year\tteam\n2011\tGreystones\n2010\tMaynooth\n").unwrap();
         assert_eq!(headed.header, ["year", "team"]);
         assert_eq!(headed.rows.len(), 2);
+    }
+
+    #[test]
+    fn quotes_escaped_with_a_backslash_stay_inside_their_field() {
+        let table = read("t.csv", "a,b\n\"say \\\"hi\\\", then go\",2\n").unwrap();
+        assert_eq!(text(&table.rows[0]), ["say \"hi\", then go", "2"]);
     }
 
     #[test]

@@ -1,0 +1,85 @@
+//! Denotation accuracy for table QA: a prediction is right when the values
+//! its query returns are the gold answer's values, as sets, after
+//! normalisation (case, spacing, a trailing full stop; numbers compared by
+//! value, so `12,467` equals `12467` and `3.0` equals `3`).
+
+use crate::db::QueryResult;
+use crate::sources::cells::parse_number;
+use std::collections::BTreeSet;
+
+/// Whether `result` denotes the `gold` values: its one column's cells, or
+/// with several columns every cell.
+pub fn denotes(gold: &[String], result: &QueryResult) -> bool {
+    let predicted: BTreeSet<String> = result
+        .rows
+        .iter()
+        .flatten()
+        .map(|value| normalise(&value.to_string()))
+        .collect();
+    let gold: BTreeSet<String> = gold.iter().map(|g| normalise(g)).collect();
+    predicted == gold
+}
+
+fn normalise(text: &str) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let joined = words.join(" ").to_lowercase();
+    let trimmed = joined.trim_end_matches('.').trim_matches('"');
+    match parse_number(trimmed) {
+        Some(number) if number.value.fract() == 0.0 && number.value.abs() < 1e15 => {
+            format!("{}", number.value as i64)
+        }
+        Some(number) => format!("{}", number.value),
+        None => trimmed.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::Value;
+
+    fn result(rows: Vec<Vec<Value>>) -> QueryResult {
+        QueryResult {
+            columns: vec!["a".into(); rows.first().map_or(1, Vec::len)],
+            total_rows: rows.len(),
+            rows,
+            digest: crate::db::ResultDigest::new(1),
+            elapsed_ms: 0.0,
+        }
+    }
+
+    fn gold(values: &[&str]) -> Vec<String> {
+        values.iter().map(|v| v.to_string()).collect()
+    }
+
+    #[test]
+    fn numbers_compare_by_value_and_text_by_normalised_form() {
+        assert!(denotes(
+            &gold(&["12,467"]),
+            &result(vec![vec![Value::Integer(12467)]])
+        ));
+        assert!(denotes(
+            &gold(&["3"]),
+            &result(vec![vec![Value::Real(3.0)]])
+        ));
+        assert!(denotes(
+            &gold(&["Wolfe  Tones"]),
+            &result(vec![vec![Value::Text("wolfe tones".into())]])
+        ));
+        assert!(!denotes(
+            &gold(&["12,467"]),
+            &result(vec![vec![Value::Integer(12468)]])
+        ));
+    }
+
+    #[test]
+    fn lists_compare_as_sets() {
+        let both = result(vec![
+            vec![Value::Text("Andri Aganits".into())],
+            vec![Value::Text("Siim Ennemuist".into())],
+        ]);
+        assert!(denotes(&gold(&["Siim Ennemuist", "Andri Aganits"]), &both));
+        assert!(!denotes(&gold(&["Siim Ennemuist"]), &both));
+        assert!(!denotes(&gold(&["x"]), &result(vec![])));
+    }
+}
