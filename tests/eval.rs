@@ -158,3 +158,29 @@ fn wikitablequestions_is_scored_by_denotation_over_its_tables() {
         [&Verdict::Correct, &Verdict::Correct, &Verdict::Wrong]
     );
 }
+
+#[test]
+fn metaqa_questions_run_on_their_subgraph_and_score_by_hits_at_1() {
+    let filters = Filters {
+        subset: Some(["1-0", "1-1"].map(String::from).into()),
+        ..Filters::default()
+    };
+    let data = eval::load(DatasetKind::Metaqa, &datasets().join("metaqa"), &filters).unwrap();
+    assert_eq!(data.examples.len(), 2);
+    // 1-0: "what movies did Temuera Morrison act in"; 1-1: Evelyn Venable.
+    assert_eq!(data.examples[0].db_id, "Temuera Morrison");
+    assert!(!data.examples[0].question.contains('['));
+    let sql: HashMap<String, String> = [
+        (
+            "1-0",
+            "SELECT entity FROM starred_actors WHERE starred_actors = 'Temuera Morrison'",
+        ),
+        ("1-1", "SELECT starred_actors FROM starred_actors"),
+    ]
+    .into_iter()
+    .map(|(id, sql)| (id.to_string(), sql.to_string()))
+    .collect();
+    let report = eval::score(&data, &Predictions::Sql(sql), &EvalOptions::default()).unwrap();
+    let verdicts: Vec<&Verdict> = report.questions.iter().map(|q| &q.verdict).collect();
+    assert_eq!(verdicts, [&Verdict::Correct, &Verdict::Wrong]);
+}

@@ -19,6 +19,10 @@ pub enum DatasetKind {
     /// over one table each, scored by denotation (the answer's values).
     #[value(name = "wikitablequestions", alias = "wtq")]
     Wikitablequestions,
+    /// `qa_dev_{1,2,3}hop.txt` over `kb.txt`, the questions of
+    /// `reproducible_dev_indices.json`: each question's subgraph around its
+    /// `[topic]` becomes its database; scored by Hits@1.
+    Metaqa,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Default)]
@@ -41,6 +45,9 @@ pub enum Gold {
     Sql(String),
     /// The values of the answer (table QA), compared by denotation.
     Answers(Vec<String>),
+    /// Acceptable answers (knowledge-graph QA): right when the first value
+    /// returned is one of them (Hits@1).
+    AnyOf(Vec<String>),
 }
 
 /// One benchmark question with its gold query or answer.
@@ -206,9 +213,14 @@ pub fn load(kind: DatasetKind, data_dir: &Path, filters: &Filters) -> Result<Loa
                 .collect()
         }
         DatasetKind::Wikitablequestions => read_wikitablequestions(data_dir)?,
+        DatasetKind::Metaqa => read_metaqa(data_dir)?,
     };
     let mut skipped_missing_db = BTreeMap::new();
     let mut kept = Vec::new();
+    // A MetaQA question's database is its subgraph, cut once it is kept.
+    let graph = (kind == DatasetKind::Metaqa)
+        .then(|| crate::sources::graph::Graph::open(&data_dir.join("kb.txt")))
+        .transpose()?;
     for example in examples {
         if filters.db.as_deref().is_some_and(|db| db != example.db_id) {
             continue;
@@ -228,6 +240,19 @@ pub fn load(kind: DatasetKind, data_dir: &Path, filters: &Filters) -> Result<Loa
     }
     if let Some(limit) = filters.limit {
         kept.truncate(limit);
+    }
+    if let Some(graph) = &graph {
+        for example in &mut kept {
+            // The group is `<hops>-hop`.
+            let hops = example
+                .group
+                .as_deref()
+                .and_then(|g| g.split_once('-'))
+                .and_then(|(h, _)| h.parse().ok())
+                .unwrap_or(2);
+            example.db_path =
+                graph.subgraph_database(std::slice::from_ref(&example.db_id), hops)?;
+        }
     }
     if kind == DatasetKind::Wikitablequestions {
         // Each kept question's table becomes its (cached) database; a table
@@ -285,6 +310,47 @@ fn read_wikitablequestions(data_dir: &Path) -> Result<Vec<Example>> {
             })
         })
         .collect()
+}
+
+/// MetaQA's dev questions of 1, 2 and 3 hops that its knowledge base
+/// reproduces: `question with [topic]<TAB>answer|answer`. The id is
+/// `<hops>-<line index>`, the database id the topic, the group `<hops>-hop`;
+/// the database path is the knowledge base until the subgraph is cut.
+fn read_metaqa(data_dir: &Path) -> Result<Vec<Example>> {
+    let indices_path = data_dir.join("reproducible_dev_indices.json");
+    let indices: BTreeMap<String, Vec<usize>> = read_json(&indices_path)?;
+    let mut examples = Vec::new();
+    for hops in 1..=3 {
+        let path = data_dir.join(format!("qa_dev_{hops}hop.txt"));
+        let text = std::fs::read_to_string(&path).map_err(|e| Error::Dataset {
+            path: path.clone(),
+            detail: format!("{e}; check --data-dir"),
+        })?;
+        let lines: Vec<&str> = text.lines().collect();
+        for &index in indices.get(&format!("dev_{hops}")).into_iter().flatten() {
+            let bad = |detail: &str| Error::Dataset {
+                path: path.clone(),
+                detail: format!("line {}: {detail}", index + 1),
+            };
+            let line = lines.get(index).ok_or_else(|| bad("no such line"))?;
+            let (question, answers) = line.split_once('\t').ok_or_else(|| bad("no tab"))?;
+            let topic = question
+                .split_once('[')
+                .and_then(|(_, rest)| rest.split_once(']'))
+                .map(|(topic, _)| topic)
+                .ok_or_else(|| bad("no [topic]"))?;
+            examples.push(Example {
+                question_id: format!("{hops}-{index}"),
+                db_id: topic.to_string(),
+                db_path: data_dir.join("kb.txt"),
+                question: question.replace(['[', ']'], ""),
+                hint: None,
+                gold: Gold::AnyOf(answers.split('|').map(String::from).collect()),
+                group: Some(format!("{hops}-hop")),
+            });
+        }
+    }
+    Ok(examples)
 }
 
 fn unescape_wtq(text: &str) -> String {

@@ -20,6 +20,15 @@ pub fn denotes(gold: &[String], result: &QueryResult) -> bool {
     predicted == gold
 }
 
+/// Hits@1: whether the first value `result` returns is one of `gold`.
+pub fn hits_at_1(gold: &[String], result: &QueryResult) -> bool {
+    let Some(first) = result.rows.first().and_then(|row| row.first()) else {
+        return false;
+    };
+    let first = normalise(&first.to_string());
+    gold.iter().any(|g| normalise(g) == first)
+}
+
 fn normalise(text: &str) -> String {
     let words: Vec<&str> = text.split_whitespace().collect();
     let joined = words.join(" ").to_lowercase();
@@ -70,6 +79,18 @@ mod tests {
             &gold(&["12,467"]),
             &result(vec![vec![Value::Integer(12468)]])
         ));
+    }
+
+    #[test]
+    fn hits_at_1_takes_the_first_value() {
+        let answers = gold(&["Greek", "English"]);
+        let two = result(vec![
+            vec![Value::Text("greek".into())],
+            vec![Value::Text("French".into())],
+        ]);
+        assert!(hits_at_1(&answers, &two));
+        assert!(!hits_at_1(&gold(&["French"]), &two));
+        assert!(!hits_at_1(&answers, &result(vec![])));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! fails is wrong; a gold query that fails is reported apart, never counted.
 
 use super::dataset::{Example, Gold, LoadedDataset};
-use super::denotation::denotes;
+use super::denotation::{denotes, hits_at_1};
 use super::predictions::Predictions;
 use super::progress::progress_bar;
 use crate::db::guard::{has_order_by, strip_distinct};
@@ -235,6 +235,20 @@ pub fn score_one(
                         error: e.to_string(),
                     },
                     Ok(result) if denotes(answers, &result) => Verdict::Correct,
+                    Ok(_) => Verdict::Wrong,
+                },
+            };
+            return score;
+        }
+        Gold::AnyOf(answers) => {
+            score.gold_nonempty = Some(true);
+            score.verdict = match predictions.sql_for(&example.question_id, None) {
+                None => Verdict::Missing,
+                Some(sql) => match executor.query(sql) {
+                    Err(e) => Verdict::PredictionFailed {
+                        error: e.to_string(),
+                    },
+                    Ok(result) if hits_at_1(answers, &result) => Verdict::Correct,
                     Ok(_) => Verdict::Wrong,
                 },
             };
