@@ -8,6 +8,7 @@
 //! s.entity = d.entity WHERE d.directed_by = 'Joel Zwick'`.
 
 use super::read::source_error;
+use super::sqlite_file::{self, Overwrite};
 use super::store::identifier;
 use crate::error::{Error, Result};
 use crate::llm::card::iesr_home;
@@ -218,34 +219,8 @@ fn store_error(path: &Path, error: rusqlite::Error) -> Error {
     }
 }
 
-/// Writes a new SQLite file whole or not at all, through a scratch file
-/// beside it.
-fn write_atomically(
-    path: &Path,
-    fill: impl FnOnce(&Connection) -> rusqlite::Result<()>,
-) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let scratch = tempfile::Builder::new()
-        .prefix(".iesr-graph-")
-        .tempfile_in(dir)
-        .map_err(|e| Error::io(dir, e))?;
-    let mut conn = Connection::open(scratch.path()).map_err(|e| store_error(path, e))?;
-    // The keys declared between relation tables document joins; they are
-    // not unique, so they cannot be enforced.
-    conn.execute_batch("PRAGMA foreign_keys = OFF")
-        .map_err(|e| store_error(path, e))?;
-    let transaction = conn.transaction().map_err(|e| store_error(path, e))?;
-    fill(&transaction).map_err(|e| store_error(path, e))?;
-    transaction.commit().map_err(|e| store_error(path, e))?;
-    drop(conn);
-    scratch
-        .persist(path)
-        .map(drop)
-        .map_err(|e| Error::io(path, e.error))
-}
-
 fn write_store(triples: &[Triple], path: &Path) -> Result<()> {
-    write_atomically(path, |conn| {
+    sqlite_file::write_new(path, Overwrite::Replace, |conn| {
         conn.execute_batch("CREATE TABLE triples (head TEXT, relation TEXT, tail TEXT)")?;
         let mut insert = conn.prepare("INSERT INTO triples VALUES (?1, ?2, ?3)")?;
         for t in triples {
@@ -292,7 +267,7 @@ fn write_relation_tables(triples: &[Triple], path: &Path) -> Result<()> {
             .filter(|&other| !subjects[other].is_disjoint(values))
             .collect()
     };
-    write_atomically(path, |conn| {
+    sqlite_file::write_new(path, Overwrite::Replace, |conn| {
         for (name, rows) in &by_relation {
             let column = if name == "entity" { "entity_2" } else { name };
             let objects: HashSet<&str> = rows.iter().map(|t| t.tail.as_str()).collect();

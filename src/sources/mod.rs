@@ -6,10 +6,12 @@
 pub mod cells;
 pub mod graph;
 mod read;
+mod sqlite_file;
 mod store;
 
 use crate::error::{Error, Result};
 use crate::llm::card::iesr_home;
+use sqlite_file::Overwrite;
 use std::path::{Path, PathBuf};
 
 pub use read::{read_table, RawTable};
@@ -46,13 +48,6 @@ pub fn import_tables(files: &[PathBuf], out: &Path) -> Result<()> {
     }
     let tables = read_all(files)?;
     store::write_new(&tables, out, Overwrite::Refuse)
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Overwrite {
-    /// The cache: another process may have built the same file meanwhile.
-    Replace,
-    Refuse,
 }
 
 /// Every file read and named: a table is named after its file, made a

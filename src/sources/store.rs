@@ -4,8 +4,8 @@
 
 use super::cells::{column_kind, parse_date, parse_number, ColumnKind};
 use super::read::RawTable;
-use super::Overwrite;
-use crate::error::{Error, Result};
+use super::sqlite_file::{self, Overwrite};
+use crate::error::Result;
 use rusqlite::types::Value;
 use std::path::Path;
 
@@ -233,50 +233,22 @@ pub fn identifier(text: &str, prefix: &str) -> String {
     name
 }
 
-/// Writes `tables` to a new file at `path`, whole or not at all: they are
-/// written to a scratch file beside it, which then takes its name.
+/// Writes `tables` to a new SQLite file at `path`.
 pub(super) fn write_new(tables: &[StoredTable], path: &Path, overwrite: Overwrite) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let scratch = tempfile::Builder::new()
-        .prefix(".iesr-tables-")
-        .suffix(".sqlite")
-        .tempfile_in(dir)
-        .map_err(|e| Error::io(dir, e))?;
-    let failed = |e: rusqlite::Error| Error::DatabaseOpen {
-        path: path.to_path_buf(),
-        detail: e.to_string(),
-    };
-    let mut conn = rusqlite::Connection::open(scratch.path()).map_err(failed)?;
-    conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")
-        .map_err(failed)?;
-    let transaction = conn.transaction().map_err(failed)?;
-    for table in tables {
-        transaction
-            .execute(&table.create_statement(), [])
-            .map_err(failed)?;
-        let placeholders = vec!["?"; table.columns.len()].join(", ");
-        let mut insert = transaction
-            .prepare(&format!(
+    sqlite_file::write_new(path, overwrite, |conn| {
+        for table in tables {
+            conn.execute(&table.create_statement(), [])?;
+            let placeholders = vec!["?"; table.columns.len()].join(", ");
+            let mut insert = conn.prepare(&format!(
                 "INSERT INTO {} VALUES ({placeholders})",
                 table.name
-            ))
-            .map_err(failed)?;
-        for index in 0..table.raw.rows.len() {
-            insert
-                .execute(rusqlite::params_from_iter(table.row_values(index)))
-                .map_err(failed)?;
+            ))?;
+            for index in 0..table.raw.rows.len() {
+                insert.execute(rusqlite::params_from_iter(table.row_values(index)))?;
+            }
         }
-    }
-    transaction.commit().map_err(failed)?;
-    drop(conn);
-    let persisted = match overwrite {
-        Overwrite::Replace => scratch.persist(path).map(drop),
-        Overwrite::Refuse => scratch.persist_noclobber(path).map(drop),
-    };
-    persisted.map_err(|e| Error::io(path, e.error))
+        Ok(())
+    })
 }
 
 #[cfg(test)]
