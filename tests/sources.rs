@@ -23,6 +23,17 @@ fn iesr(home: &Path) -> Command {
     command
 }
 
+/// Runs `command`, which must succeed, and reads its JSON output.
+fn json_output(command: &mut Command) -> serde_json::Value {
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 /// The demo table copied into a folder of its own, to watch that folder.
 fn demo_in_folder() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -36,18 +47,12 @@ fn a_csv_is_queried_by_its_file_name_with_figures_as_numbers() {
     let home = tempfile::tempdir().unwrap();
     let (folder, csv) = demo_in_folder();
     let before = folder_fingerprint(folder.path());
-    let output = iesr(home.path())
-        .args(["sql", "--json", "--table"])
-        .arg(&csv)
-        .arg("SELECT airline, passengers_number FROM routes ORDER BY passengers_number DESC")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let result = json_output(
+        iesr(home.path())
+            .args(["sql", "--json", "--table"])
+            .arg(&csv)
+            .arg("SELECT airline, passengers_number FROM routes ORDER BY passengers_number DESC"),
     );
-    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(result["rows"][0][0], "Alaska Airlines");
     assert_eq!(result["rows"][0][1], 14749);
     assert_eq!(result["rows"].as_array().unwrap().len(), 9);
@@ -141,20 +146,14 @@ fn search_answers_a_question_over_a_csv_with_the_real_model() {
     let home = tempfile::tempdir().unwrap();
     let (folder, csv) = demo_in_folder();
     let before = folder_fingerprint(folder.path());
-    let output = iesr(home.path())
-        .args(["search", "--json", "--method", "greedy", "--table"])
-        .arg(&csv)
-        .arg("--model")
-        .arg(model_path())
-        .arg("Which airline carries the most passengers?")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let answer = json_output(
+        iesr(home.path())
+            .args(["search", "--json", "--method", "greedy", "--table"])
+            .arg(&csv)
+            .arg("--model")
+            .arg(model_path())
+            .arg("Which airline carries the most passengers?"),
     );
-    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(
         answer["result"]["rows"][0][0], "Alaska Airlines",
         "{}",
@@ -166,21 +165,15 @@ fn search_answers_a_question_over_a_csv_with_the_real_model() {
 #[test]
 fn a_graph_becomes_relation_tables_that_join_on_their_entities() {
     let home = tempfile::tempdir().unwrap();
-    let output = iesr(home.path())
-        .args(["sql", "--json", "--topic", "sofia coppola", "--kg"])
-        .arg(demo_graph())
-        .arg(
-            "SELECT DISTINCT y.release_year FROM directed_by d JOIN release_year y \
+    let result = json_output(
+        iesr(home.path())
+            .args(["sql", "--json", "--topic", "sofia coppola", "--kg"])
+            .arg(demo_graph())
+            .arg(
+                "SELECT DISTINCT y.release_year FROM directed_by d JOIN release_year y \
              ON y.entity = d.entity WHERE d.directed_by = 'Sofia Coppola' ORDER BY 1",
-        )
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+            ),
     );
-    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let years: Vec<&str> = result["rows"]
         .as_array()
         .unwrap()
@@ -201,27 +194,21 @@ fn a_graph_becomes_relation_tables_that_join_on_their_entities() {
 #[test]
 fn search_answers_a_two_hop_question_over_a_graph_with_the_real_model() {
     let home = tempfile::tempdir().unwrap();
-    let output = iesr(home.path())
-        .args([
-            "search",
-            "--json",
-            "--method",
-            "greedy",
-            "--topic",
-            "Joel Zwick",
-            "--kg",
-        ])
-        .arg(demo_graph())
-        .arg("--model")
-        .arg(model_path())
-        .arg("What languages are the movies directed by Joel Zwick in?")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let answer = json_output(
+        iesr(home.path())
+            .args([
+                "search",
+                "--json",
+                "--method",
+                "greedy",
+                "--topic",
+                "Joel Zwick",
+                "--kg",
+            ])
+            .arg(demo_graph())
+            .arg("--model")
+            .arg(model_path())
+            .arg("What languages are the movies directed by Joel Zwick in?"),
     );
-    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(answer["result"]["rows"][0][0], "Greek", "{}", answer["sql"]);
 }

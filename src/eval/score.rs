@@ -7,7 +7,9 @@ use super::denotation::{denotes, hits_at_1};
 use super::predictions::Predictions;
 use super::progress::progress_bar;
 use crate::db::guard::{has_order_by, strip_distinct};
-use crate::db::{bird_equal, spider_equal, ExecConfig, Executor, ResultDigest, Semantics};
+use crate::db::{
+    bird_equal, spider_equal, ExecConfig, Executor, QueryResult, ResultDigest, Semantics,
+};
 use crate::error::{QueryError, Result};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -204,6 +206,28 @@ fn open_executors(
     Ok(executors)
 }
 
+/// Scores a question whose gold is its answer's values: the prediction's
+/// result is right when `matches` says so.
+fn score_by_values(
+    executor: &Executor,
+    predictions: &Predictions,
+    mut score: QuestionScore,
+    matches: impl Fn(&QueryResult) -> bool,
+) -> QuestionScore {
+    score.gold_nonempty = Some(true);
+    score.verdict = match predictions.sql_for(&score.question_id, None) {
+        None => Verdict::Missing,
+        Some(sql) => match executor.query(sql) {
+            Err(e) => Verdict::PredictionFailed {
+                error: e.to_string(),
+            },
+            Ok(result) if matches(&result) => Verdict::Correct,
+            Ok(_) => Verdict::Wrong,
+        },
+    };
+    score
+}
+
 /// Scores one question (gold and prediction run on `executor`'s database).
 pub fn score_one(
     executor: &Executor,
@@ -227,32 +251,10 @@ pub fn score_one(
     let gold_sql = match &example.gold {
         Gold::Sql(sql) => sql,
         Gold::Answers(answers) => {
-            score.gold_nonempty = Some(true);
-            score.verdict = match predictions.sql_for(&example.question_id, None) {
-                None => Verdict::Missing,
-                Some(sql) => match executor.query(sql) {
-                    Err(e) => Verdict::PredictionFailed {
-                        error: e.to_string(),
-                    },
-                    Ok(result) if denotes(answers, &result) => Verdict::Correct,
-                    Ok(_) => Verdict::Wrong,
-                },
-            };
-            return score;
+            return score_by_values(executor, predictions, score, |r| denotes(answers, r))
         }
         Gold::AnyOf(answers) => {
-            score.gold_nonempty = Some(true);
-            score.verdict = match predictions.sql_for(&example.question_id, None) {
-                None => Verdict::Missing,
-                Some(sql) => match executor.query(sql) {
-                    Err(e) => Verdict::PredictionFailed {
-                        error: e.to_string(),
-                    },
-                    Ok(result) if hits_at_1(answers, &result) => Verdict::Correct,
-                    Ok(_) => Verdict::Wrong,
-                },
-            };
-            return score;
+            return score_by_values(executor, predictions, score, |r| hits_at_1(answers, r))
         }
     };
     let gold = match run(gold_sql) {

@@ -79,10 +79,8 @@ impl Engine {
                 votes: 0,
                 score: 0.0,
             });
-            if let Ok(result) = &ran {
-                if has_value(&ran) {
-                    return Ok(Some((written, Arc::clone(result))));
-                }
+            if let (Ok(result), true) = (&ran, has_value(&ran)) {
+                return Ok(Some((written, Arc::clone(result))));
             }
             // The same query again would get the same feedback.
             if written == sql {

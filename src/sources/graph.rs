@@ -30,6 +30,8 @@ pub struct Graph {
     key: u128,
     /// The folder of the store, where subgraph databases are cached too.
     cache: PathBuf,
+    /// The store's file, named in errors.
+    store: PathBuf,
 }
 
 impl Graph {
@@ -53,6 +55,7 @@ impl Graph {
             conn,
             key,
             cache: dir.to_path_buf(),
+            store,
         })
     }
 
@@ -95,18 +98,18 @@ impl Graph {
         let mut statement = self
             .conn
             .prepare("SELECT head FROM triples UNION SELECT tail FROM triples")
-            .map_err(|e| store_error(Path::new("graph"), e))?;
+            .map_err(|e| store_error(&self.store, e))?;
         let names = statement
             .query_map([], |r| r.get(0))
             .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
-            .map_err(|e| store_error(Path::new("graph"), e))?;
+            .map_err(|e| store_error(&self.store, e))?;
         Ok(names)
     }
 
     /// The triples within `hops` of the topics: every edge of every node
     /// reached in fewer than `hops` steps, in either direction.
     pub fn subgraph(&self, topics: &[String], hops: usize) -> Result<Vec<Triple>> {
-        let failed = |e| store_error(Path::new("graph"), e);
+        let failed = |e| store_error(&self.store, e);
         let mut statement = self
             .conn
             .prepare(

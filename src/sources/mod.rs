@@ -5,12 +5,14 @@
 
 pub mod cells;
 pub mod graph;
+mod names;
 mod read;
 mod sqlite_file;
 mod store;
 
 use crate::error::{Error, Result};
 use crate::llm::card::iesr_home;
+use names::NameSet;
 use sqlite_file::Overwrite;
 use std::path::{Path, PathBuf};
 
@@ -58,18 +60,12 @@ fn read_all(files: &[PathBuf]) -> Result<Vec<StoredTable>> {
             "no table files given; pass --table FILE".into(),
         ));
     }
-    let mut names = std::collections::HashSet::new();
+    let mut names = NameSet::default();
     files
         .iter()
         .map(|path| {
             let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
-            let base = identifier(stem, "table");
-            let mut name = base.clone();
-            let mut n = 2;
-            while !names.insert(name.clone()) {
-                name = format!("{base}_{n}");
-                n += 1;
-            }
+            let name = names.take(identifier(stem, "table"));
             Ok(StoredTable::new(name, read_table(path)?))
         })
         .collect()

@@ -3,6 +3,7 @@
 //! row reported by its line.
 
 use super::cells::{parse_date, parse_number};
+use super::names::NameSet;
 use crate::error::{Error, Result};
 use std::path::Path;
 
@@ -178,23 +179,13 @@ fn looks_like_header<'a>(
 /// Empty names become `column_N` (N counts from 1); a repeated name gets
 /// `_2`, `_3`, ... in order of appearance.
 fn unique_names(names: Vec<String>) -> Vec<String> {
-    let mut seen = std::collections::HashSet::new();
+    let mut taken = NameSet::default();
     names
         .into_iter()
         .enumerate()
-        .map(|(i, name)| {
-            let base = if name.trim().is_empty() {
-                format!("column_{}", i + 1)
-            } else {
-                name.trim().to_string()
-            };
-            let mut unique = base.clone();
-            let mut n = 2;
-            while !seen.insert(unique.to_lowercase()) {
-                unique = format!("{base}_{n}");
-                n += 1;
-            }
-            unique
+        .map(|(i, name)| match name.trim() {
+            "" => taken.take(format!("column_{}", i + 1)),
+            trimmed => taken.take(trimmed.to_string()),
         })
         .collect()
 }

@@ -3,6 +3,7 @@
 //! where the text holds figures or dates, and the row's place in the file.
 
 use super::cells::{column_kind, parse_date, parse_number, ColumnKind};
+use super::names::NameSet;
 use super::read::RawTable;
 use super::sqlite_file::{self, Overwrite};
 use crate::error::Result;
@@ -131,22 +132,6 @@ impl StoredTable {
                 }
             })
             .collect()
-    }
-}
-
-/// Names made unique case-insensitively, as SQLite compares them.
-#[derive(Default)]
-struct NameSet(std::collections::HashSet<String>);
-
-impl NameSet {
-    fn take(&mut self, base: String) -> String {
-        let mut name = base.clone();
-        let mut n = 2;
-        while !self.0.insert(name.to_lowercase()) {
-            name = format!("{base}_{n}");
-            n += 1;
-        }
-        name
     }
 }
 
