@@ -384,6 +384,10 @@ struct TreeSearchArgs {
     /// Skip stage 3's discriminator check.
     #[arg(long)]
     no_discriminator: bool,
+    /// Choose among disagreeing results by the vote alone: no reviewer
+    /// (sc, and the guided search, which then scores with the discriminator).
+    #[arg(long)]
+    no_review: bool,
     /// Model for the discriminator check [default: the search's model].
     #[arg(long)]
     discriminator: Option<String>,
@@ -480,6 +484,7 @@ impl TreeSearchArgs {
             select: SelectConfig {
                 weights: Weights { exec, disc, vote },
                 discriminator: !self.no_discriminator,
+                review: !self.no_review,
             },
             actions: actions.without(&self.disable_action)?,
             rules,

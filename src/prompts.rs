@@ -30,6 +30,19 @@ pub const FEEDBACK_EMPTY: Template = Template {
     text: include_str!("../prompts/feedback_empty.user.txt"),
 };
 
+/// The reviewer's frame: the question is scored as the reply to it.
+pub const REVIEW_SYSTEM: Template = Template {
+    name: "review.system",
+    text: include_str!("../prompts/review.system.txt"),
+};
+
+/// The reviewer's request: the schema, the hint and one query, asking for
+/// the question (scored, not generated).
+pub const REVIEW_USER: Template = Template {
+    name: "review.user",
+    text: include_str!("../prompts/review.user.txt"),
+};
+
 pub const REASONING_SYSTEM: Template = Template {
     name: "reasoning.system",
     text: include_str!("../prompts/reasoning.system.txt"),

@@ -29,6 +29,10 @@ pub struct Trace {
     /// Stage 3: each candidate's score terms.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub selection: Vec<crate::select::ScoredCandidate>,
+    /// The question's log-probability after each distinct query that ran,
+    /// when the reviewer chose among disagreeing results.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub review: Vec<crate::select::review::ReviewRecord>,
     pub answer: Option<String>,
     pub cost: Cost,
 }

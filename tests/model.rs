@@ -306,3 +306,28 @@ fn hidden_positions_leave_rows_as_if_never_fed() {
     assert!(distance(&last[0], &alone(&[a, b, d, e])) < 1.0);
     assert!(distance(&last[1], &alone(&[a, c, e])) < 1.0);
 }
+
+#[test]
+fn the_reviewer_finds_the_question_likelier_after_the_query_that_answers_it() {
+    let schema = "CREATE TABLE singer (\n  Singer_ID INT PRIMARY KEY,\n  Name TEXT,\n  Age INT,\n  Country TEXT\n);";
+    let queries = [
+        "SELECT count(*) FROM singer",
+        "SELECT Name FROM singer ORDER BY Age DESC LIMIT 1",
+    ];
+    let review = |question: &str| {
+        iesr::select::review::review(shared(), schema, None, question, &queries)
+            .unwrap()
+            .expect("an in-process model scores")
+            .records
+    };
+    let count = review("How many singers are there?");
+    let oldest = review("What is the name of the oldest singer?");
+    assert!(count[0].log_prob > count[1].log_prob + 1.0, "{count:?}");
+    assert!(oldest[1].log_prob > oldest[0].log_prob + 1.0, "{oldest:?}");
+    // The second time the prompts' prefixes come from the cache; the
+    // scores stay the same.
+    let again = review("How many singers are there?");
+    for (a, b) in count.iter().zip(&again) {
+        assert!((a.log_prob - b.log_prob).abs() < 1e-3, "{a:?} {b:?}");
+    }
+}

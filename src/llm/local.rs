@@ -8,7 +8,7 @@ use super::kv::{KvCache, KvSnapshot};
 use super::lookup::RecentAnswers;
 use super::prefix_cache::PrefixCache;
 use super::transformer::{row_logits, Config, Transformer};
-use super::{Generation, LanguageModel, Prompt, Sampling, Usage};
+use super::{ContinuationScore, Generation, LanguageModel, Prompt, Sampling, Usage};
 use crate::error::{first_line, Error, Result};
 use candle_core::Tensor;
 use std::sync::Mutex;
@@ -230,6 +230,60 @@ impl LocalModel {
         })
     }
 
+    /// The log-probability of `continuation` after the prompt: the prompt is
+    /// prefilled (its prefix shared with earlier prompts comes from the
+    /// cache, and it is kept for later ones), then the continuation's tokens
+    /// run in one pass and each is read off the logits before it.
+    fn score_continuation(&self, prompt: &Prompt, continuation: &str) -> Result<ContinuationScore> {
+        let ids = self.codec.prompt_ids(prompt)?;
+        let tokens = self.codec.encode(continuation)?;
+        let Some((&first, rest)) = tokens.split_first() else {
+            return Ok(ContinuationScore::default());
+        };
+        let total = ids.len() + tokens.len();
+        if total >= self.codec.context_length() {
+            return Err(Error::PromptTooLong {
+                tokens: total,
+                context: self.codec.context_length(),
+            });
+        }
+        let started = Instant::now();
+        let (mut cache, last_logits, cached) = self.prefill(&ids, total).map_err(inference)?;
+        // Prompts scored one after another often differ only at their end
+        // (one query each after one schema): keeping each would crowd out
+        // the prefixes other prompts share, so only a mostly new one is kept.
+        if cached < ids.len() / 2 {
+            self.remember(&ids, &cache).map_err(inference)?;
+        }
+        let mut log_prob = log_prob_of(&row_logits(&last_logits, 0).map_err(inference)?, first);
+        let body = &tokens[..tokens.len() - 1];
+        if !body.is_empty() {
+            let input = Tensor::new(body, self.transformer.device())
+                .and_then(|t| t.unsqueeze(0))
+                .map_err(inference)?;
+            let logits: Vec<Vec<f32>> = self
+                .transformer
+                .forward_all(&input, &mut cache)
+                .and_then(|l| l.squeeze(0)?.to_dtype(candle_core::DType::F32)?.to_vec2())
+                .map_err(inference)?;
+            log_prob += logits
+                .iter()
+                .zip(rest)
+                .map(|(row, &token)| log_prob_of(row, token))
+                .sum::<f64>();
+        }
+        Ok(ContinuationScore {
+            log_prob,
+            tokens: tokens.len(),
+            usage: Usage {
+                prompt_tokens: total,
+                cached_prompt_tokens: cached,
+                prefill_seconds: started.elapsed().as_secs_f64(),
+                ..Usage::default()
+            },
+        })
+    }
+
     /// Decodes the rows together from the prompt's states in `cache`, each
     /// checking guessed tokens; the cache keeps the rows that finished
     /// last.
@@ -410,6 +464,13 @@ impl DraftTarget for CacheTarget<'_> {
     }
 }
 
+/// The natural-log probability of `token` under the softmax of `logits`.
+fn log_prob_of(logits: &[f32], token: u32) -> f64 {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+    let sum: f64 = logits.iter().map(|&x| (x as f64 - max).exp()).sum();
+    logits[token as usize] as f64 - max - sum.ln()
+}
+
 fn inference(e: candle_core::Error) -> Error {
     Error::Inference(first_line(e))
 }
@@ -429,5 +490,9 @@ impl LanguageModel for LocalModel {
             [(prompt, sampling)] => Ok(vec![self.run(prompt, sampling)?]),
             _ => self.run_many(requests),
         }
+    }
+
+    fn score(&self, prompt: &Prompt, continuation: &str) -> Result<Option<ContinuationScore>> {
+        self.score_continuation(prompt, continuation).map(Some)
     }
 }

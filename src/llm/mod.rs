@@ -141,6 +141,15 @@ pub struct Generation {
     pub usage: Usage,
 }
 
+/// How likely a model finds a given text as the continuation of a prompt.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ContinuationScore {
+    /// The natural-log probability of the continuation's tokens, summed.
+    pub log_prob: f64,
+    pub tokens: usize,
+    pub usage: Usage,
+}
+
 /// The seam between the engine and any language model.
 pub trait LanguageModel: Send + Sync {
     /// A short name for traces and reports.
@@ -157,6 +166,13 @@ pub trait LanguageModel: Send + Sync {
             .iter()
             .map(|(prompt, sampling)| self.generate(prompt, sampling))
             .collect()
+    }
+
+    /// Scores `continuation` as the text that follows `prompt` (an
+    /// assistant reply to a chat), token by token; None where the backend
+    /// cannot report probabilities.
+    fn score(&self, _prompt: &Prompt, _continuation: &str) -> Result<Option<ContinuationScore>> {
+        Ok(None)
     }
 }
 

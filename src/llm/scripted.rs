@@ -1,7 +1,9 @@
 //! A deterministic stand-in for a model, for unit tests of search logic
 //! only: it answers each call with the next texts from a script.
 
-use super::{Completion, FinishReason, Generation, LanguageModel, Prompt, Sampling, Usage};
+use super::{
+    Completion, ContinuationScore, FinishReason, Generation, LanguageModel, Prompt, Sampling, Usage,
+};
 use crate::error::{Error, Result};
 use std::sync::Mutex;
 
@@ -9,9 +11,13 @@ use std::sync::Mutex;
 /// within its call.
 type Responder = dyn Fn(&str, usize) -> String + Send + Sync;
 
+/// Gives the log-probability of a continuation after a prompt's text.
+type Scorer = dyn Fn(&str, &str) -> f64 + Send + Sync;
+
 pub struct ScriptedModel {
     replies: Mutex<std::collections::VecDeque<String>>,
     responder: Option<Box<Responder>>,
+    scorer: Option<Box<Scorer>>,
 }
 
 impl ScriptedModel {
@@ -20,7 +26,15 @@ impl ScriptedModel {
         ScriptedModel {
             replies: Mutex::new(replies.into_iter().map(Into::into).collect()),
             responder: None,
+            scorer: None,
         }
+    }
+
+    /// Scores continuations with `score(prompt text, continuation)`;
+    /// without one the model cannot score, like a remote server.
+    pub fn scoring(mut self, score: impl Fn(&str, &str) -> f64 + Send + Sync + 'static) -> Self {
+        self.scorer = Some(Box::new(score));
+        self
     }
 
     /// Answers every completion with `respond(prompt text, index in call)`.
@@ -28,6 +42,7 @@ impl ScriptedModel {
         ScriptedModel {
             replies: Mutex::new(Default::default()),
             responder: Some(Box::new(respond)),
+            scorer: None,
         }
     }
 
@@ -43,14 +58,7 @@ impl LanguageModel for ScriptedModel {
 
     fn generate(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation> {
         let mut replies = self.replies.lock().expect("script lock");
-        let prompt_text = match prompt {
-            Prompt::Raw(text) => text.clone(),
-            Prompt::Chat(messages) => messages
-                .iter()
-                .map(|m| m.content.as_str())
-                .collect::<Vec<_>>()
-                .join("\n"),
-        };
+        let prompt_text = text_of(prompt);
         let completions = (0..sampling.n.max(1))
             .map(|i| {
                 let text = match &self.responder {
@@ -75,5 +83,27 @@ impl LanguageModel for ScriptedModel {
                 ..Usage::default()
             },
         })
+    }
+
+    fn score(&self, prompt: &Prompt, continuation: &str) -> Result<Option<ContinuationScore>> {
+        Ok(self.scorer.as_ref().map(|score| ContinuationScore {
+            log_prob: score(&text_of(prompt), continuation),
+            tokens: continuation.split_whitespace().count(),
+            usage: Usage {
+                prompt_tokens: 10,
+                ..Usage::default()
+            },
+        }))
+    }
+}
+
+fn text_of(prompt: &Prompt) -> String {
+    match prompt {
+        Prompt::Raw(text) => text.clone(),
+        Prompt::Chat(messages) => messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
     }
 }

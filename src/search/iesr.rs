@@ -117,6 +117,10 @@ impl Engine {
             trace.cost.add(&call.usage);
             trace.calls.push(call);
         }
+        if let Some(review) = selection.review {
+            trace.cost.add(&review.usage);
+            trace.review = review.records;
+        }
 
         trace.tree = tree_records(&result.tree, &config.actions);
         let tree = &result.tree;

@@ -19,7 +19,7 @@ use crate::error::{QueryError, Result};
 use crate::llm::constraint::Constraint;
 use crate::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
 use crate::prompts::{SQL_GENERATION_SYSTEM, SQL_GENERATION_USER};
-use crate::select::SelectConfig;
+use crate::select::{review, SelectConfig};
 use crate::trace::{CallRecord, CandidateRecord, Execution, Trace};
 use crate::understand::embedding::ColumnEmbeddings;
 use crate::understand::focus;
@@ -274,7 +274,11 @@ impl Engine {
                 Ok(_) => (sql, outcome),
             })
             .unzip();
-        let chosen = choose_by_execution(&outcomes);
+        let mut chosen = choose_by_execution(&outcomes);
+        let context = (question, hint, schema_text.as_str());
+        if let Some(winner) = self.reviewed_winner(context, &sqls, &outcomes, n, &mut trace)? {
+            chosen.winner = Some(winner);
+        }
         for (i, (sql, outcome)) in sqls.iter().zip(&outcomes).enumerate() {
             let votes = chosen.votes[i];
             trace.candidates.push(CandidateRecord {
@@ -321,6 +325,55 @@ impl Engine {
             confidence,
             trace,
         })
+    }
+
+    /// When sc's samples ran to more than one result, the group the
+    /// reviewer weighs best (`select::review`): its first sample. None
+    /// leaves the vote's choice.
+    fn reviewed_winner(
+        &self,
+        (question, hint, schema): (&str, Option<&str>, &str),
+        sqls: &[String],
+        outcomes: &[Result<Arc<QueryResult>, QueryError>],
+        samples: usize,
+        trace: &mut Trace,
+    ) -> Result<Option<usize>> {
+        let groups = result_groups(outcomes);
+        if !self.config.iesr.select.review || groups.len() < 2 {
+            return Ok(None);
+        }
+        let mut queries: Vec<&str> = Vec::new();
+        for &i in groups.iter().flatten() {
+            if !queries.contains(&sqls[i].as_str()) {
+                queries.push(&sqls[i]);
+            }
+        }
+        let Some(review) = review::review(self.model.as_ref(), schema, hint, question, &queries)?
+        else {
+            return Ok(None);
+        };
+        let log_prob = |i: usize| {
+            review
+                .records
+                .iter()
+                .find(|r| r.sql == sqls[i])
+                .map_or(f64::NEG_INFINITY, |r| r.log_prob)
+        };
+        let shares: Vec<f64> = groups
+            .iter()
+            .map(|g| g.len() as f64 / samples as f64)
+            .collect();
+        let log_probs: Vec<f64> = groups
+            .iter()
+            .map(|g| {
+                g.iter()
+                    .map(|&i| log_prob(i))
+                    .fold(f64::NEG_INFINITY, f64::max)
+            })
+            .collect();
+        trace.cost.add(&review.usage);
+        trace.review = review.records;
+        Ok(review::best_group(&shares, &log_probs).map(|g| groups[g][0]))
     }
 
     /// The schema as the one-call prompts for `question` show it: focused
@@ -423,6 +476,21 @@ fn choose_by_execution(outcomes: &[Result<Arc<QueryResult>, QueryError>]) -> Cho
         })
         .or((!outcomes.is_empty()).then_some(0));
     Choice { votes, winner }
+}
+
+/// The candidates that ran, grouped by result (as a set of rows), groups
+/// in the order of their first member.
+fn result_groups(outcomes: &[Result<Arc<QueryResult>, QueryError>]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(u128, Vec<usize>)> = Vec::new();
+    for (i, outcome) in outcomes.iter().enumerate() {
+        let Ok(result) = outcome else { continue };
+        let key = result.digest.set_key();
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((key, vec![i])),
+        }
+    }
+    groups.into_iter().map(|(_, members)| members).collect()
 }
 
 #[cfg(test)]
@@ -558,6 +626,74 @@ SELECT nosuch FROM singer
         assert_eq!(votes, [3, 1, 3, 0, 3]);
         assert_eq!(answer.trace.calls.len(), 1);
         assert_eq!(answer.trace.calls[0].n, 6);
+    }
+
+    /// sc over three samples, two counting singers and one counting
+    /// stadiums, with a reviewer that finds the question far likelier after
+    /// the stadium query.
+    fn reviewed_sc(review: bool) -> Answer {
+        let replies = vec![
+            "```sql\nSELECT count(*) FROM singer\n```",
+            "```sql\nSELECT count(*) FROM stadium\n```",
+            "```sql\nSELECT count(*) FROM singer\n```",
+        ];
+        let model = ScriptedModel::new(replies).scoring(|prompt, _| {
+            if prompt.contains("FROM stadium") {
+                -2.0
+            } else {
+                -9.0
+            }
+        });
+        let mut config = SearchConfig {
+            method: Method::SelfConsistency {
+                samples: 3,
+                temperature: 0.8,
+            },
+            ..SearchConfig::default()
+        };
+        config.iesr.select.review = review;
+        Engine::new(Arc::new(model), &concert_singer(), config)
+            .unwrap()
+            .answer("How many stadiums are there?", None)
+            .unwrap()
+    }
+
+    #[test]
+    fn the_reviewer_can_outweigh_the_vote_when_samples_disagree() {
+        let answer = reviewed_sc(true);
+        assert_eq!(answer.sql.as_deref(), Some("SELECT count(*) FROM stadium"));
+        // One of three samples agrees with it.
+        assert!((answer.confidence - 1.0 / 3.0).abs() < 1e-9);
+        let reviewed: Vec<&str> = answer.trace.review.iter().map(|r| r.sql.as_str()).collect();
+        assert_eq!(
+            reviewed,
+            [
+                "SELECT count(*) FROM singer",
+                "SELECT count(*) FROM stadium"
+            ]
+        );
+        let without = reviewed_sc(false);
+        assert_eq!(without.sql.as_deref(), Some("SELECT count(*) FROM singer"));
+        assert!(without.trace.review.is_empty());
+    }
+
+    #[test]
+    fn samples_that_agree_are_not_reviewed() {
+        let model = ScriptedModel::new(vec!["```sql\nSELECT count(*) FROM singer\n```"; 2])
+            .scoring(|_, _| panic!("nothing to choose between"));
+        let config = SearchConfig {
+            method: Method::SelfConsistency {
+                samples: 2,
+                temperature: 0.8,
+            },
+            ..SearchConfig::default()
+        };
+        let answer = Engine::new(Arc::new(model), &concert_singer(), config)
+            .unwrap()
+            .answer("How many singers?", None)
+            .unwrap();
+        assert_eq!(answer.confidence, 1.0);
+        assert!(answer.trace.review.is_empty());
     }
 
     #[test]

@@ -56,6 +56,10 @@ impl SearchConfig {
         if self.feedback_rounds != super::DEFAULT_FEEDBACK_ROUNDS {
             changes.insert(0, format!("feedback-rounds {}", self.feedback_rounds));
         }
+        let chooses = !matches!(self.method, Method::Greedy);
+        if chooses && !self.iesr.select.review {
+            changes.insert(0, "no-review".to_string());
+        }
         if !self.name_constraint {
             changes.insert(0, "no-name-constraint".to_string());
         }

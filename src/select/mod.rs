@@ -6,6 +6,8 @@
 //! its trajectory opened with) has proved reliable in the search, its mean
 //! reward, so a route whose queries agree with nothing adds nothing.
 
+pub mod review;
+
 use crate::action::OutputKind;
 use crate::error::Result;
 use crate::llm::{LanguageModel, Sampling};
@@ -41,6 +43,10 @@ pub struct SelectConfig {
     pub weights: Weights,
     /// Run the discriminator check (DiscConf is 0 for everyone without it).
     pub discriminator: bool,
+    /// Choose among disagreeing results by the vote and the reviewer
+    /// (`review`): sc's groups of samples, and the guided search's
+    /// candidates instead of the weighted score and the discriminator.
+    pub review: bool,
 }
 
 impl Default for SelectConfig {
@@ -48,6 +54,7 @@ impl Default for SelectConfig {
         SelectConfig {
             weights: Weights::default(),
             discriminator: true,
+            review: true,
         }
     }
 }
@@ -66,12 +73,17 @@ pub struct ScoredCandidate {
     pub cut_after: Option<usize>,
     /// The query the discriminator's completion wrote.
     pub disc_sql: Option<String>,
+    /// ln p(question | query) of the likeliest query with this result,
+    /// when the reviewer chose.
+    pub review: Option<f64>,
 }
 
 pub struct Selection {
     pub candidates: Vec<ScoredCandidate>,
     pub winner: Option<usize>,
     pub calls: Vec<CallRecord>,
+    /// The reviewed queries and what reviewing them cost, when it ran.
+    pub review: Option<review::Review>,
 }
 
 /// Terminal nodes holding a query (in the guided design, one that ran);
@@ -132,6 +144,11 @@ pub fn select(
         }
     }
 
+    let reviewed = match (design, config.review, groups.len()) {
+        (Design::Guided, true, 2..) => review_groups(&sources, &keys, reasoner, discriminator)?,
+        _ => None,
+    };
+
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut calls = Vec::new();
     // Completions are greedy, so equal cuts give equal answers: run each once.
@@ -140,6 +157,21 @@ pub fn select(
     for (i, &node) in nodes.iter().enumerate() {
         let exec = if keys[i].is_some() { 1.0 } else { 0.0 };
         let vote = keys[i].map_or(0.0, |k| groups[&k] / total_weight);
+        if let Some((_, log_probs)) = &reviewed {
+            let review = keys[i].map(|k| log_probs[&k]);
+            candidates.push(ScoredCandidate {
+                node,
+                sql: sources[i].sql().unwrap_or_default().to_string(),
+                exec,
+                disc: None,
+                vote,
+                score: review.map_or(f64::NEG_INFINITY, |lp| vote.ln() + lp),
+                cut_after: None,
+                disc_sql: None,
+                review,
+            });
+            continue;
+        }
         let (disc, cut_after, disc_sql) = match (config.discriminator, keys[i]) {
             (false, _) => (None, None, None),
             (true, None) => (Some(0.0), None, None),
@@ -179,6 +211,7 @@ pub fn select(
             score,
             cut_after,
             disc_sql,
+            review: None,
         });
     }
     let winner = (0..candidates.len()).max_by(|&a, &b| {
@@ -199,7 +232,44 @@ pub fn select(
         candidates,
         winner,
         calls,
+        review: reviewed.map(|(review, _)| review),
     })
+}
+
+/// Reviews each distinct query that ran; per result, the log-probability
+/// of its likeliest query. None where the model cannot score.
+fn review_groups(
+    sources: &[&Step],
+    keys: &[Option<u128>],
+    reasoner: &Reasoner<'_>,
+    model: &dyn LanguageModel,
+) -> Result<Option<(review::Review, HashMap<u128, f64>)>> {
+    let mut queries: Vec<(&str, u128)> = Vec::new();
+    for (source, key) in sources.iter().zip(keys) {
+        if let (Some(sql), Some(key)) = (source.sql(), key) {
+            if !queries.iter().any(|(q, _)| *q == sql) {
+                queries.push((sql, *key));
+            }
+        }
+    }
+    let context = reasoner.context;
+    let sqls: Vec<&str> = queries.iter().map(|(q, _)| *q).collect();
+    let Some(review) = review::review(
+        model,
+        &context.plain_schema,
+        context.hint.as_deref(),
+        &context.question,
+        &sqls,
+    )?
+    else {
+        return Ok(None);
+    };
+    let mut best: HashMap<u128, f64> = HashMap::new();
+    for ((_, key), record) in queries.iter().zip(&review.records) {
+        let lp = best.entry(*key).or_insert(f64::NEG_INFINITY);
+        *lp = lp.max(record.log_prob);
+    }
+    Ok(Some((review, best)))
 }
 
 /// Each candidate's weight in the vote: the mean reward of the rollouts

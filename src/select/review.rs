@@ -1,0 +1,107 @@
+//! The reviewer: how likely the model finds the question, given the schema
+//! and a query. A query that computes what the question asks makes the
+//! question likely; one that computes something else makes it less so.
+//! Samples often agree on the same wrong result, and then the vote alone
+//! picks it; the question's likelihood tells such groups apart for one
+//! prefill per distinct query and no generated token.
+
+use crate::error::Result;
+use crate::llm::{ChatMessage, LanguageModel, Prompt, Usage};
+use crate::prompts::{REVIEW_SYSTEM, REVIEW_USER};
+use serde::Serialize;
+
+/// One reviewed query, as the trace keeps it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReviewRecord {
+    pub sql: String,
+    /// ln p(question | schema, query), summed over the question's tokens.
+    pub log_prob: f64,
+}
+
+pub struct Review {
+    /// One per query, in order.
+    pub records: Vec<ReviewRecord>,
+    /// The scoring passes together.
+    pub usage: Usage,
+}
+
+/// Scores the question after each query; None where the model cannot
+/// report probabilities (an OpenAI-compatible server).
+pub fn review(
+    model: &dyn LanguageModel,
+    schema: &str,
+    hint: Option<&str>,
+    question: &str,
+    queries: &[&str],
+) -> Result<Option<Review>> {
+    let hint = hint
+        .filter(|h| !h.trim().is_empty())
+        .map(|h| format!("\nHint: {h}\n"))
+        .unwrap_or_default();
+    let mut usage = Usage::default();
+    let mut records = Vec::with_capacity(queries.len());
+    for &sql in queries {
+        let prompt = Prompt::Chat(vec![
+            ChatMessage::new("system", REVIEW_SYSTEM.render(&[])),
+            ChatMessage::new(
+                "user",
+                REVIEW_USER.render(&[
+                    ("schema", schema.trim_end()),
+                    ("hint", hint.as_str()),
+                    ("sql", sql),
+                ]),
+            ),
+        ]);
+        let Some(scored) = model.score(&prompt, question)? else {
+            return Ok(None);
+        };
+        usage.prompt_tokens += scored.usage.prompt_tokens;
+        usage.cached_prompt_tokens += scored.usage.cached_prompt_tokens;
+        usage.prefill_seconds += scored.usage.prefill_seconds;
+        records.push(ReviewRecord {
+            sql: sql.to_string(),
+            log_prob: scored.log_prob,
+        });
+    }
+    Ok(Some(Review { records, usage }))
+}
+
+/// The group to answer with: each group of candidates with one result
+/// scores ln(its share of the votes) + ln p(question | its likeliest
+/// query), the vote as the prior and the reviewer as the likelihood.
+/// Ties go to the earlier group.
+pub fn best_group(shares: &[f64], log_probs: &[f64]) -> Option<usize> {
+    (0..shares.len())
+        .filter(|&g| shares[g] > 0.0)
+        .map(|g| (g, shares[g].ln() + log_probs[g]))
+        .fold(None, |best: Option<(usize, f64)>, (g, score)| match best {
+            Some((_, s)) if s >= score => best,
+            _ => Some((g, score)),
+        })
+        .map(|(g, _)| g)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_likelier_question_outweighs_a_small_lead_in_votes() {
+        // 5 of 8 votes against 3 of 8, but the question is e^2 times
+        // likelier after the second group's query.
+        assert_eq!(
+            best_group(&[5.0 / 8.0, 3.0 / 8.0], &[-20.0, -18.0]),
+            Some(1)
+        );
+        assert_eq!(
+            best_group(&[7.0 / 8.0, 1.0 / 8.0], &[-20.0, -18.5]),
+            Some(0)
+        );
+    }
+
+    #[test]
+    fn groups_without_votes_never_win_and_ties_keep_the_first() {
+        assert_eq!(best_group(&[0.0, 0.5, 0.5], &[0.0, -3.0, -3.0]), Some(1));
+        assert_eq!(best_group(&[0.0], &[0.0]), None);
+    }
+}
