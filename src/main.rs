@@ -819,9 +819,13 @@ fn run(command: Command) -> Result<()> {
         } => {
             let loaded = data.load(None)?;
             let predictions = if predictions == "gold" {
-                if loaded.kind == DatasetKind::Wikitablequestions {
+                if loaded
+                    .examples
+                    .iter()
+                    .any(|e| !matches!(e.gold, iesr::eval::dataset::Gold::Sql(_)))
+                {
                     return Err(Error::InvalidArgument(
-                        "WikiTableQuestions has gold answers, not gold SQL; --predictions gold applies to SQL benchmarks".into(),
+                        "this benchmark has gold answers, not gold SQL; --predictions gold applies to SQL benchmarks".into(),
                     ));
                 }
                 Predictions::Gold

@@ -23,6 +23,10 @@ pub enum DatasetKind {
     /// `reproducible_dev_indices.json`: each question's subgraph around its
     /// `[topic]` becomes its database; scored by Hits@1.
     Metaqa,
+    /// `TableBench.jsonl`, its fact-checking and numerical-reasoning
+    /// questions: each inline table becomes its database; scored by
+    /// denotation with numbers equal within 1%.
+    Tablebench,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Default)]
@@ -35,6 +39,12 @@ pub enum Split {
     Mini500,
     /// BIRD's mini-dev questions (`mini_dev_sqlite.json`).
     Minidev,
+    /// TableBench's development half: rows whose sha256(id), read as a
+    /// number, is odd.
+    Dev,
+    /// TableBench's other half, kept for held-out measurement.
+    #[value(name = "held-out")]
+    HeldOut,
 }
 
 /// What a benchmark counts as right.
@@ -43,8 +53,9 @@ pub enum Split {
 pub enum Gold {
     /// A query whose result the prediction's must equal.
     Sql(String),
-    /// The values of the answer (table QA), compared by denotation.
-    Answers(Vec<String>),
+    /// The values of the answer (table QA), compared by denotation;
+    /// numbers equal within `tolerance`, relative (0: exactly).
+    Answers { values: Vec<String>, tolerance: f64 },
     /// Acceptable answers (knowledge-graph QA): right when the first value
     /// returned is one of them (Hits@1).
     AnyOf(Vec<String>),
@@ -146,6 +157,8 @@ pub fn load(kind: DatasetKind, data_dir: &Path, filters: &Filters) -> Result<Loa
         Split::All => None,
         Split::Mini500 => Some((DatasetKind::Logiccat, "mini500", "logiccat")),
         Split::Minidev => Some((DatasetKind::Bird, "minidev", "bird")),
+        Split::Dev => Some((DatasetKind::Tablebench, "dev", "tablebench")),
+        Split::HeldOut => Some((DatasetKind::Tablebench, "held-out", "tablebench")),
     };
     // A split belongs to one dataset.
     if let Some((owner, name, owner_name)) = owner {
@@ -214,6 +227,7 @@ pub fn load(kind: DatasetKind, data_dir: &Path, filters: &Filters) -> Result<Loa
         }
         DatasetKind::Wikitablequestions => read_wikitablequestions(data_dir)?,
         DatasetKind::Metaqa => read_metaqa(data_dir)?,
+        DatasetKind::Tablebench => read_tablebench(data_dir, filters.split)?,
     };
     let mut skipped_missing_db = BTreeMap::new();
     let mut kept = Vec::new();
@@ -305,7 +319,10 @@ fn read_wikitablequestions(data_dir: &Path) -> Result<Vec<Example>> {
                 db_path: data_dir.join(context),
                 question: unescape_wtq(question),
                 hint: None,
-                gold: Gold::Answers(target.split('|').map(unescape_wtq).collect()),
+                gold: Gold::Answers {
+                    values: target.split('|').map(unescape_wtq).collect(),
+                    tolerance: 0.0,
+                },
                 group: None,
             })
         })
@@ -351,6 +368,94 @@ fn read_metaqa(data_dir: &Path) -> Result<Vec<Example>> {
         }
     }
     Ok(examples)
+}
+
+#[derive(Deserialize)]
+struct TableBenchRecord {
+    id: String,
+    qtype: String,
+    table: TableBenchTable,
+    question: String,
+    answer: String,
+}
+
+#[derive(Deserialize)]
+struct TableBenchTable {
+    columns: Vec<String>,
+    data: Vec<Vec<serde_json::Value>>,
+}
+
+/// The question types whose answers are values a query can return (the
+/// others ask for analyses and charts).
+const TABLEBENCH_TYPES: [&str; 2] = ["FactChecking", "NumericalReasoning"];
+
+/// Relative tolerance of TableBench's numeric answers.
+const TABLEBENCH_TOLERANCE: f64 = 1e-2;
+
+/// TableBench's fact-checking and numerical-reasoning questions of the
+/// split: the id is the record's, the group its type, the database the
+/// inline table (built in the cache, named `data`), the gold its answer
+/// (values separated by `, `).
+fn read_tablebench(data_dir: &Path, split: Split) -> Result<Vec<Example>> {
+    let path = data_dir.join("TableBench.jsonl");
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::Dataset {
+        path: path.clone(),
+        detail: format!("{e}; check --data-dir"),
+    })?;
+    let mut examples = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: TableBenchRecord = serde_json::from_str(line).map_err(|e| Error::Dataset {
+            path: path.clone(),
+            detail: format!("line {} is not a TableBench record: {e}", i + 1),
+        })?;
+        let in_split = match split {
+            Split::Dev => id_hash_is_odd(&record.id),
+            Split::HeldOut => !id_hash_is_odd(&record.id),
+            _ => true,
+        };
+        // The file repeats one record word for word; ids must stay unique.
+        if !in_split
+            || !TABLEBENCH_TYPES.contains(&record.qtype.as_str())
+            || !seen.insert(record.id.clone())
+        {
+            continue;
+        }
+        let cell = |value: &serde_json::Value| match value {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        let rows = record
+            .table
+            .data
+            .iter()
+            .map(|row| row.iter().map(cell).collect())
+            .collect();
+        let table = crate::sources::RawTable::from_text(record.table.columns, rows);
+        examples.push(Example {
+            db_path: crate::sources::database_for_table("data", table)?,
+            question_id: record.id.clone(),
+            db_id: record.id,
+            question: record.question,
+            hint: None,
+            gold: Gold::Answers {
+                values: record.answer.split(", ").map(String::from).collect(),
+                tolerance: TABLEBENCH_TOLERANCE,
+            },
+            group: Some(record.qtype),
+        });
+    }
+    Ok(examples)
+}
+
+/// Whether sha256(id), read as a big-endian number, is odd.
+fn id_hash_is_odd(id: &str) -> bool {
+    use sha2::Digest;
+    sha2::Sha256::digest(id.as_bytes())[31] & 1 == 1
 }
 
 fn unescape_wtq(text: &str) -> String {

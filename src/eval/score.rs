@@ -250,8 +250,10 @@ pub fn score_one(
     };
     let gold_sql = match &example.gold {
         Gold::Sql(sql) => sql,
-        Gold::Answers(answers) => {
-            return score_by_values(executor, predictions, score, |r| denotes(answers, r))
+        Gold::Answers { values, tolerance } => {
+            return score_by_values(executor, predictions, score, |r| {
+                denotes(values, r, *tolerance)
+            })
         }
         Gold::AnyOf(answers) => {
             return score_by_values(executor, predictions, score, |r| hits_at_1(answers, r))

@@ -27,13 +27,49 @@ const FORMAT: &str = "iesr-tables-2";
 /// The cached SQLite database holding one table per file, built on first
 /// use.
 pub fn database_for_tables(files: &[PathBuf]) -> Result<PathBuf> {
-    let key = content_key(FORMAT, files)?;
+    cached_database(content_key(FORMAT, files)?, || read_all(files))
+}
+
+/// The cached SQLite database holding one table given in memory (a
+/// benchmark's inline table), named `name`.
+pub fn database_for_table(name: &str, table: RawTable) -> Result<PathBuf> {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    for text in [FORMAT, name]
+        .into_iter()
+        .chain(table.header.iter().map(String::as_str))
+    {
+        hasher.update(text.as_bytes());
+        hasher.update(&[0]);
+    }
+    for row in &table.rows {
+        for cell in row {
+            // An empty cell and an empty string must not hash alike.
+            match cell {
+                Some(text) => hasher.update(text.as_bytes()),
+                None => hasher.update(&[1]),
+            }
+            hasher.update(&[0]);
+        }
+        hasher.update(&[2]);
+    }
+    let name = identifier(name, "table");
+    cached_database(hasher.digest128(), || {
+        Ok(vec![StoredTable::new(name, table)])
+    })
+}
+
+/// `$IESR_HOME/tables/<key>.sqlite`, written from `tables` unless it is
+/// already there.
+fn cached_database(
+    key: u128,
+    tables: impl FnOnce() -> Result<Vec<StoredTable>>,
+) -> Result<PathBuf> {
     let dir = iesr_home().join("tables");
     let path = dir.join(format!("{key:032x}.sqlite"));
     if path.is_file() {
         return Ok(path);
     }
-    let tables = read_all(files)?;
+    let tables = tables()?;
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     store::write_new(&tables, &path, Overwrite::Replace)?;
     Ok(path)

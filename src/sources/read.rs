@@ -15,6 +15,20 @@ pub struct RawTable {
     pub rows: Vec<Vec<Option<String>>>,
 }
 
+impl RawTable {
+    /// A table given as text cells (a benchmark's inline table): names made
+    /// unique and non-empty, blank cells empty.
+    pub fn from_text(header: Vec<String>, rows: Vec<Vec<String>>) -> Self {
+        RawTable {
+            header: unique_names(header),
+            rows: rows
+                .iter()
+                .map(|row| row.iter().map(|c| cell(c)).collect())
+                .collect(),
+        }
+    }
+}
+
 /// Reads `path` by its extension: `.json`, `.jsonl` and `.ndjson` as JSON,
 /// `.tsv` and `.tab` as tab-separated, anything else as delimited text with
 /// the delimiter sniffed.
