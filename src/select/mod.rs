@@ -144,10 +144,14 @@ pub fn select(
         }
     }
 
-    let reviewed = match (design, config.review, groups.len()) {
-        (Design::Guided, true, 2..) => review_groups(&sources, &keys, reasoner, discriminator)?,
+    // In the guided design the reviewer replaces the discriminator; with
+    // one result there is nothing to choose and neither runs.
+    let reviewing = design == Design::Guided && config.review;
+    let reviewed = match groups.len() {
+        2.. if reviewing => review_groups(&sources, &keys, reasoner, discriminator)?,
         _ => None,
     };
+    let discriminate = config.discriminator && !(reviewing && groups.len() < 2);
 
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut calls = Vec::new();
@@ -172,7 +176,7 @@ pub fn select(
             });
             continue;
         }
-        let (disc, cut_after, disc_sql) = match (config.discriminator, keys[i]) {
+        let (disc, cut_after, disc_sql) = match (discriminate, keys[i]) {
             (false, _) => (None, None, None),
             (true, None) => (Some(0.0), None, None),
             (true, Some(key)) => {
