@@ -342,35 +342,20 @@ impl Engine {
         if !self.config.iesr.select.review || groups.len() < 2 {
             return Ok(None);
         }
-        let mut queries: Vec<&str> = Vec::new();
-        for &i in groups.iter().flatten() {
-            if !queries.contains(&sqls[i].as_str()) {
-                queries.push(&sqls[i]);
-            }
-        }
-        let Some(review) = review::review(self.model.as_ref(), schema, hint, question, &queries)?
+        let ran = groups
+            .iter()
+            .enumerate()
+            .flat_map(|(g, members)| members.iter().map(move |&i| (sqls[i].as_str(), g)));
+        let asked = (question, hint, schema);
+        let Some((review, log_probs)) = review::review_by_result(self.model.as_ref(), asked, ran)?
         else {
             return Ok(None);
-        };
-        let log_prob = |i: usize| {
-            review
-                .records
-                .iter()
-                .find(|r| r.sql == sqls[i])
-                .map_or(f64::NEG_INFINITY, |r| r.log_prob)
         };
         let shares: Vec<f64> = groups
             .iter()
             .map(|g| g.len() as f64 / samples as f64)
             .collect();
-        let log_probs: Vec<f64> = groups
-            .iter()
-            .map(|g| {
-                g.iter()
-                    .map(|&i| log_prob(i))
-                    .fold(f64::NEG_INFINITY, f64::max)
-            })
-            .collect();
+        let log_probs: Vec<f64> = (0..groups.len()).map(|g| log_probs[&g]).collect();
         trace.cost.add(&review.usage);
         trace.review = review.records;
         Ok(review::best_group(&shares, &log_probs).map(|g| groups[g][0]))

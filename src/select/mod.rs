@@ -148,7 +148,19 @@ pub fn select(
     // one result there is nothing to choose and neither runs.
     let reviewing = design == Design::Guided && config.review;
     let reviewed = match groups.len() {
-        2.. if reviewing => review_groups(&sources, &keys, reasoner, discriminator)?,
+        2.. if reviewing => {
+            let context = reasoner.context;
+            let asked = (
+                context.plain_schema.as_str(),
+                context.hint.as_deref(),
+                context.question.as_str(),
+            );
+            let ran = sources
+                .iter()
+                .zip(&keys)
+                .filter_map(|(source, key)| Some((source.sql()?, (*key)?)));
+            review::review_by_result(discriminator, asked, ran)?
+        }
         _ => None,
     };
     let discriminate = config.discriminator && !(reviewing && groups.len() < 2);
@@ -238,42 +250,6 @@ pub fn select(
         calls,
         review: reviewed.map(|(review, _)| review),
     })
-}
-
-/// Reviews each distinct query that ran; per result, the log-probability
-/// of its likeliest query. None where the model cannot score.
-fn review_groups(
-    sources: &[&Step],
-    keys: &[Option<u128>],
-    reasoner: &Reasoner<'_>,
-    model: &dyn LanguageModel,
-) -> Result<Option<(review::Review, HashMap<u128, f64>)>> {
-    let mut queries: Vec<(&str, u128)> = Vec::new();
-    for (source, key) in sources.iter().zip(keys) {
-        if let (Some(sql), Some(key)) = (source.sql(), key) {
-            if !queries.iter().any(|(q, _)| *q == sql) {
-                queries.push((sql, *key));
-            }
-        }
-    }
-    let context = reasoner.context;
-    let sqls: Vec<&str> = queries.iter().map(|(q, _)| *q).collect();
-    let Some(review) = review::review(
-        model,
-        &context.plain_schema,
-        context.hint.as_deref(),
-        &context.question,
-        &sqls,
-    )?
-    else {
-        return Ok(None);
-    };
-    let mut best: HashMap<u128, f64> = HashMap::new();
-    for ((_, key), record) in queries.iter().zip(&review.records) {
-        let lp = best.entry(*key).or_insert(f64::NEG_INFINITY);
-        *lp = lp.max(record.log_prob);
-    }
-    Ok(Some((review, best)))
 }
 
 /// Each candidate's weight in the vote: the mean reward of the rollouts

@@ -9,6 +9,8 @@ use crate::error::Result;
 use crate::llm::{ChatMessage, LanguageModel, Prompt, Usage};
 use crate::prompts::{REVIEW_SYSTEM, REVIEW_USER};
 use serde::Serialize;
+use std::collections::HashMap;
+use std::hash::Hash;
 
 /// One reviewed query, as the trace keeps it.
 #[derive(Debug, Clone, Serialize)]
@@ -64,6 +66,32 @@ pub fn review(
         });
     }
     Ok(Some(Review { records, usage }))
+}
+
+/// Reviews each distinct query once, given with the result it returned
+/// (as a key); per result, the log-probability of its likeliest query.
+/// None where the model cannot score.
+pub fn review_by_result<'q, K: Copy + Eq + Hash>(
+    model: &dyn LanguageModel,
+    (schema, hint, question): (&str, Option<&str>, &str),
+    queries: impl IntoIterator<Item = (&'q str, K)>,
+) -> Result<Option<(Review, HashMap<K, f64>)>> {
+    let mut distinct: Vec<(&str, K)> = Vec::new();
+    for (sql, key) in queries {
+        if !distinct.iter().any(|(q, _)| *q == sql) {
+            distinct.push((sql, key));
+        }
+    }
+    let sqls: Vec<&str> = distinct.iter().map(|(q, _)| *q).collect();
+    let Some(review) = review(model, schema, hint, question, &sqls)? else {
+        return Ok(None);
+    };
+    let mut best: HashMap<K, f64> = HashMap::new();
+    for ((_, key), record) in distinct.iter().zip(&review.records) {
+        let log_prob = best.entry(*key).or_insert(f64::NEG_INFINITY);
+        *log_prob = log_prob.max(record.log_prob);
+    }
+    Ok(Some((review, best)))
 }
 
 /// The group to answer with: each group of candidates with one result
