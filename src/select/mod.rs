@@ -4,7 +4,9 @@
 //! candidates: Score = a*Exec + b*DiscConf + g*ConsVote. In the guided
 //! design each candidate's vote counts as much as its route (the action
 //! its trajectory opened with) has proved reliable in the search, its mean
-//! reward, so a route whose queries agree with nothing adds nothing.
+//! reward, so a route whose queries agree with nothing adds nothing. By
+//! default the guided design chooses among disagreeing results with the
+//! reviewer instead (`review`): ln(vote) + ln p(question | query).
 
 pub mod review;
 
