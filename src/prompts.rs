@@ -70,6 +70,15 @@ pub fn hint_line(hint: Option<&str>) -> String {
         .unwrap_or_default()
 }
 
+/// The hint as a paragraph of its own (a blank line before it), as the
+/// one-call prompts show it, or nothing when there is none.
+pub fn hint_paragraph(hint: Option<&str>) -> String {
+    match hint_line(hint) {
+        line if line.is_empty() => line,
+        line => format!("\n{line}"),
+    }
+}
+
 impl Template {
     /// Fills every `{key}` with its value; unknown placeholders stay as
     /// they are, so literal braces in a template survive.

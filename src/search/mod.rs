@@ -30,7 +30,6 @@ use extract::extract_sql;
 pub use feedback::DEFAULT_FEEDBACK_ROUNDS;
 use mcts::{MctsConfig, RolloutProgress};
 use serde::Serialize;
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -274,9 +273,10 @@ impl Engine {
                 Ok(_) => (sql, outcome),
             })
             .unzip();
-        let mut chosen = choose_by_execution(&outcomes);
+        let groups = result_groups(&outcomes);
+        let mut chosen = choose_by_execution(&outcomes, &groups);
         let context = (question, hint, schema_text.as_str());
-        if let Some(winner) = self.reviewed_winner(context, &sqls, &outcomes, n, &mut trace)? {
+        if let Some(winner) = self.reviewed_winner(context, &sqls, &groups, n, &mut trace)? {
             chosen.winner = Some(winner);
         }
         for (i, (sql, outcome)) in sqls.iter().zip(&outcomes).enumerate() {
@@ -334,11 +334,10 @@ impl Engine {
         &self,
         (question, hint, schema): (&str, Option<&str>, &str),
         sqls: &[String],
-        outcomes: &[Result<Arc<QueryResult>, QueryError>],
+        groups: &[Vec<usize>],
         samples: usize,
         trace: &mut Trace,
     ) -> Result<Option<usize>> {
-        let groups = result_groups(outcomes);
         if !self.config.iesr.select.review || groups.len() < 2 {
             return Ok(None);
         }
@@ -412,10 +411,7 @@ pub(crate) fn direct_prompt(
     question: &str,
     instruction: &str,
 ) -> Vec<ChatMessage> {
-    let hint = hint
-        .filter(|h| !h.trim().is_empty())
-        .map(|h| format!("\nHint: {h}\n"))
-        .unwrap_or_default();
+    let hint = crate::prompts::hint_paragraph(hint);
     vec![
         ChatMessage::new("system", SQL_GENERATION_SYSTEM.render(&[])),
         ChatMessage::new(
@@ -436,25 +432,22 @@ struct Choice {
     winner: Option<usize>,
 }
 
-/// Groups executable candidates by result (as a set of rows); the largest
-/// group wins, ties going to a non-empty result and then to the earliest
+/// Each candidate's votes are the size of its group of equal results
+/// (`result_groups`); the largest group wins, ties going to a non-empty result and then to the earliest
 /// candidate. With no executable candidate, the first one is kept (so its
 /// error can be shown).
-fn choose_by_execution(outcomes: &[Result<Arc<QueryResult>, QueryError>]) -> Choice {
-    let keys: Vec<Option<u128>> = outcomes
-        .iter()
-        .map(|o| o.as_ref().ok().map(|r| r.digest.set_key()))
-        .collect();
-    let mut group_sizes: HashMap<u128, usize> = HashMap::new();
-    for key in keys.iter().flatten() {
-        *group_sizes.entry(*key).or_insert(0) += 1;
+fn choose_by_execution(
+    outcomes: &[Result<Arc<QueryResult>, QueryError>],
+    groups: &[Vec<usize>],
+) -> Choice {
+    let mut votes = vec![0; outcomes.len()];
+    for group in groups {
+        for &i in group {
+            votes[i] = group.len();
+        }
     }
-    let votes: Vec<usize> = keys
-        .iter()
-        .map(|k| k.map_or(0, |k| group_sizes[&k]))
-        .collect();
     let winner = (0..outcomes.len())
-        .filter(|&i| keys[i].is_some())
+        .filter(|&i| outcomes[i].is_ok())
         .max_by_key(|&i| {
             let non_empty = outcomes[i].as_ref().is_ok_and(|r| r.total_rows > 0);
             (votes[i], non_empty, std::cmp::Reverse(i))

@@ -36,10 +36,7 @@ pub fn review(
     question: &str,
     queries: &[&str],
 ) -> Result<Option<Review>> {
-    let hint = hint
-        .filter(|h| !h.trim().is_empty())
-        .map(|h| format!("\nHint: {h}\n"))
-        .unwrap_or_default();
+    let hint = crate::prompts::hint_paragraph(hint);
     let mut usage = Usage::default();
     let mut records = Vec::with_capacity(queries.len());
     for &sql in queries {
