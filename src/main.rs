@@ -388,7 +388,8 @@ struct TreeSearchArgs {
     /// (sc, and the guided search, which then scores with the discriminator).
     #[arg(long)]
     no_review: bool,
-    /// Model for the discriminator check [default: the search's model].
+    /// Model that judges candidates: the reviewer (sc and the search) and the
+    /// discriminator check [default: the search's model].
     #[arg(long)]
     discriminator: Option<String>,
     /// Score weights alpha,beta,gamma for execution, discriminator agreement
@@ -706,6 +707,19 @@ fn pull_with_progress(card: &ModelCard) -> Result<PathBuf> {
     path
 }
 
+/// The model named by `--discriminator`, opened with the main model's
+/// backend settings; None without the flag.
+fn open_judge(method: &MethodArgs, model: &ModelArgs) -> Result<Option<Arc<dyn LanguageModel>>> {
+    let Some(name) = &method.search.discriminator else {
+        return Ok(None);
+    };
+    let spec = ModelArgs {
+        model: name.clone(),
+        ..model.clone()
+    };
+    open_model(&spec).map(Some)
+}
+
 fn search(args: SearchArgs) -> Result<()> {
     let gpu_class = args.model.gpu_class();
     let default = if gpu_class {
@@ -718,12 +732,8 @@ fn search(args: SearchArgs) -> Result<()> {
     let db = args.source.database()?;
     let model = open_model(&args.model)?;
     let mut engine = Engine::new(model, &db, config)?;
-    if let Some(name) = &args.method.search.discriminator {
-        let spec = ModelArgs {
-            model: name.clone(),
-            ..args.model.clone()
-        };
-        engine = engine.with_discriminator(open_model(&spec)?);
+    if let Some(judge) = open_judge(&args.method, &args.model)? {
+        engine = engine.with_discriminator(judge);
     }
     let show_progress = !args.json && std::io::stderr().is_terminal();
     let mut progress = |p: RolloutProgress| {
@@ -760,6 +770,7 @@ fn bench(args: BenchArgs) -> Result<()> {
         out: args.out,
         resume: args.resume,
         search,
+        judge: open_judge(&args.method, &args.model)?,
         progress: !args.json && std::io::stderr().is_terminal(),
     };
     let summary = iesr::eval::bench::run(&dataset, model, &config)?;

@@ -16,11 +16,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct BenchConfig {
     pub out: PathBuf,
     pub resume: bool,
     pub search: SearchConfig,
+    /// The model that judges candidates (`Engine::with_discriminator`);
+    /// the main model when None.
+    pub judge: Option<Arc<dyn LanguageModel>>,
     pub progress: bool,
 }
 
@@ -104,7 +107,11 @@ pub fn run(
     let mut correct = 0;
     for example in todo {
         if !engines.contains_key(&example.db_path) {
-            let engine = Engine::new(Arc::clone(&model), &example.db_path, config.search.clone())?;
+            let mut engine =
+                Engine::new(Arc::clone(&model), &example.db_path, config.search.clone())?;
+            if let Some(judge) = &config.judge {
+                engine = engine.with_discriminator(Arc::clone(judge));
+            }
             engines.insert(example.db_path.clone(), engine);
         }
         let engine = &engines[&example.db_path];
@@ -153,7 +160,7 @@ pub fn run(
     let summary = BenchSummary {
         build: crate::BUILD.to_string(),
         model: model.name().to_string(),
-        variant: config.search.variant(),
+        variant: variant(config),
         seed: config.search.seed,
         report,
         cost: cost_summary(&done),
@@ -162,6 +169,17 @@ pub fn run(
     let text = serde_json::to_string_pretty(&summary).expect("summaries serialize");
     std::fs::write(&summary_path, text).map_err(|e| Error::io(&summary_path, e))?;
     Ok(summary)
+}
+
+/// The search's variant, naming the judging model when it is not the main one.
+fn variant(config: &BenchConfig) -> Variant {
+    let mut variant = config.search.variant();
+    if let Some(judge) = &config.judge {
+        variant
+            .changes
+            .push(format!("discriminator {}", judge.name()));
+    }
+    variant
 }
 
 /// The complete lines of a predictions file (none if it does not exist).

@@ -104,11 +104,10 @@ impl Engine {
             trace.calls.push(call);
         }
 
-        let discriminator = self.discriminator.as_ref().unwrap_or(&self.model);
         let selection = select::select(
             &result.tree,
             &reasoner,
-            discriminator.as_ref(),
+            self.judge(),
             &config.select,
             config.mcts.design,
             seed ^ SELECT_SEED_MIX,

@@ -138,7 +138,8 @@ pub struct Answer {
 /// A database opened for answering questions with one model.
 pub struct Engine {
     model: Arc<dyn LanguageModel>,
-    /// The model of stage 3's check; the main model unless set.
+    /// The model that judges candidates (the reviewer and the
+    /// discriminator check); the main model unless set.
     discriminator: Option<Arc<dyn LanguageModel>>,
     executor: Executor,
     schema: Schema,
@@ -184,10 +185,16 @@ impl Engine {
         })
     }
 
-    /// Uses `model` for stage 3's discriminator check.
+    /// Uses `model` to judge candidates: the reviewer (sc and the search)
+    /// and the search's discriminator check.
     pub fn with_discriminator(mut self, model: Arc<dyn LanguageModel>) -> Self {
         self.discriminator = Some(model);
         self
+    }
+
+    /// The model that judges candidates.
+    fn judge(&self) -> &dyn LanguageModel {
+        self.discriminator.as_ref().unwrap_or(&self.model).as_ref()
     }
 
     /// The guarded executor over this engine's database.
@@ -346,8 +353,7 @@ impl Engine {
             .enumerate()
             .flat_map(|(g, members)| members.iter().map(move |&i| (sqls[i].as_str(), g)));
         let asked = (question, hint, schema);
-        let Some((review, log_probs)) = review::review_by_result(self.model.as_ref(), asked, ran)?
-        else {
+        let Some((review, log_probs)) = review::review_by_result(self.judge(), asked, ran)? else {
             return Ok(None);
         };
         let shares: Vec<f64> = groups
