@@ -38,8 +38,8 @@ impl Engine {
             constraint: self.constraint.clone(),
         };
         // The guided search first draws a batch of direct samples, which
-        // need no understanding; when they settle on one answer, stage 1 is
-        // not run at all.
+        // need no understanding; when one of them runs to a result with a
+        // value, the search goes on sampling and stage 1 is not run at all.
         let (samples, sample_calls) = Search {
             reasoner: Reasoner {
                 actions: &config.actions,
@@ -54,7 +54,7 @@ impl Engine {
         let understand = config
             .understand
             .as_ref()
-            .filter(|_| !samples.settled(&config.mcts));
+            .filter(|_| !samples.answer_in_reach(&config.mcts));
 
         let context = match understand {
             Some(understand_config) => {
@@ -420,9 +420,9 @@ mod tests {
     }
 
     #[test]
-    fn disagreeing_direct_samples_bring_in_stage_one_and_the_reasoning_actions() {
+    fn disagreeing_direct_samples_are_answered_by_more_samples() {
         let dir = tempfile::tempdir().unwrap();
-        // Four different answers: no two samples agree.
+        // Four different answers, each with a value: no two samples agree.
         let model = with_direct(|i| match i % 4 {
             0 => "SELECT count(*) FROM singer WHERE Country = 'France'",
             1 => "SELECT count(*) + 1 FROM singer",
@@ -433,11 +433,36 @@ mod tests {
             .answer("How many singers do we have?", None)
             .unwrap();
         let trace = &answer.trace;
+        assert!(trace.understanding.is_none());
+        // Every rollout is a sample: the budget of 8, in two calls of 4.
+        let samples: Vec<_> = trace.tree.iter().skip(1).collect();
+        assert_eq!(samples.len(), 8);
+        assert!(samples.iter().all(|n| n.action.as_deref() == Some("A0")));
+        // (A model that cannot score has the discriminator choose.)
+        let stages: Vec<&str> = trace
+            .calls
+            .iter()
+            .map(|c| c.stage.as_str())
+            .filter(|s| !s.starts_with("discriminator"))
+            .collect();
+        assert_eq!(stages, ["search A0 samples 0-3", "search A0 samples 4-7"]);
+        assert!(answer.result.is_some());
+    }
+
+    #[test]
+    fn samples_without_a_value_bring_in_stage_one_and_the_reasoning_actions() {
+        let dir = tempfile::tempdir().unwrap();
+        // Every sample runs to no rows.
+        let model = with_direct(|_| "SELECT Name FROM singer WHERE Age > 900");
+        let answer = engine(model, guided(dir.path()))
+            .answer("How many singers do we have?", None)
+            .unwrap();
+        let trace = &answer.trace;
         assert!(trace.understanding.is_some());
         assert!(trace.tree.iter().any(|n| n.action.as_deref() == Some("A5")));
-        // No two samples agree; A5 without the schema selection counts the
-        // French singers as sample 0 did: the one answer two routes share wins.
-        assert_eq!(answer.result.unwrap().rows[0][0].to_string(), "4");
+        // A reasoning route's count is the answer, not the empty samples.
+        let rows = &answer.result.unwrap().rows;
+        assert!(["4", "6"].contains(&rows[0][0].to_string().as_str()));
     }
 
     #[test]

@@ -8,12 +8,18 @@
 //! reward draws K more queries from its prompt. `guided` (the default) also
 //! offers, at the root, the direct query of greedy and sc as an action that
 //! can be taken again and again (its samples drawn a batch at a time), so
-//! the search holds what sampling would have drawn; untried actions start
+//! the search holds what sampling would have drawn. While some drawn sample
+//! runs to a result with a value, every rollout is one more direct sample,
+//! and the search stops as soon as the samples settle on one result: easy
+//! questions cost one batch, and hard ones get the whole budget of samples
+//! (measured: a direct sample is right more often than any reasoning
+//! route's query, and a reasoning rollout costs about ten samples). Only
+//! when no sample of the first batch has a value does the tree search over
+//! reasoning actions take the remaining rollouts: untried actions start
 //! from a first-play value and actions share their statistics across the
-//! tree, so rollouts go to the reasoning actions only while the direct
-//! samples disagree; the reward is agreement with the direct samples (no
-//! extra calls); a revision is offered only when execution showed trouble,
-//! and a revision that fails leaves its trajectory the query before it.
+//! tree; the reward is agreement with the direct samples (no extra calls);
+//! a revision is offered only when execution showed trouble, and a
+//! revision that fails leaves its trajectory the query before it.
 
 use super::reasoner::{Reasoner, Step};
 use super::tree::{Guidance, NodeId, Selected, Tree};
@@ -146,6 +152,16 @@ impl Samples {
     pub fn settled(&self, config: &MctsConfig) -> bool {
         config.design == Design::Guided && self.top_share() >= config.settle
     }
+
+    /// Whether some drawn sample ran to a result with a value: the guided
+    /// search then spends its rollouts on more samples, and needs neither
+    /// stage 1 nor the reasoning actions.
+    pub fn answer_in_reach(&self, config: &MctsConfig) -> bool {
+        config.design == Design::Guided
+            && self.drawn.iter().any(
+                |step| matches!(&step.execution, Some(Ok(result)) if result.digest.has_non_null()),
+            )
+    }
 }
 
 impl Search<'_> {
@@ -189,22 +205,27 @@ impl Search<'_> {
         };
         let mut best_reward = 0.0f64;
         let mut rollouts_run = 0;
+        if let Some(direct) = self.direct_action().filter(|_| samples.drawn.is_empty()) {
+            self.draw_samples(direct, &mut samples, &mut calls)?;
+        }
         for done in 1..=self.config.rollouts {
             if tree.exhausted(Tree::<NodeState>::ROOT) {
                 break;
             }
             // Once the drawn samples settle on one answer, the samples
             // already drawn join the tree (drawing them again costs no
-            // call; one that failed is still revised) and the search ends:
-            // more rollouts would cost calls without changing the answer.
-            let settled = samples.settled(self.config);
-            if settled && samples.used >= samples.drawn.len() {
+            // call) and the search ends: more rollouts would cost calls
+            // without changing the answer.
+            if samples.settled(self.config) && samples.used >= samples.drawn.len() {
                 break;
             }
+            let sampling = self
+                .direct_action()
+                .filter(|_| samples.answer_in_reach(self.config));
             let selected = match self.config.design {
-                Design::Guided if settled => Selected {
+                Design::Guided if sampling.is_some() => Selected {
                     node: Tree::<NodeState>::ROOT,
-                    expand: self.direct_action(),
+                    expand: sampling,
                 },
                 Design::Guided => tree.select_guided(&guidance),
                 Design::Paper => {
@@ -219,6 +240,14 @@ impl Search<'_> {
             let mut node = selected.node;
             if let Some(action) = selected.expand {
                 node = self.expand(&mut tree, node, action, &mut samples, &mut calls)?;
+                if sampling.is_some() {
+                    // A sample is a candidate as it stands, as in sc: a
+                    // revision would cost as much as another sample and
+                    // is rarely right.
+                    let leaf = tree.node_mut(node);
+                    leaf.terminal = true;
+                    leaf.untried.clear();
+                }
                 // Simulation: weighted by each action's rollout weight.
                 while !tree.node(node).terminal {
                     let action = self.simulation_action(&tree, node, &mut rng);
@@ -666,6 +695,17 @@ pub(crate) mod tests {
         };
         let (result, _) = run(&model, &ActionSet::builtin(), &unsettled, 0);
         assert_eq!(result.rollouts_run, 8);
+        // Unsettled samples with a value: every rollout is one more sample,
+        // taken as it stands.
+        assert_eq!(result.calls.len(), 2);
+        let direct = ActionSet::builtin().index_of("A0");
+        let root = result.tree.node(Tree::<NodeState>::ROOT);
+        assert_eq!(root.children.len(), 8);
+        for &child in &root.children {
+            let node = result.tree.node(child);
+            assert_eq!(node.action, direct);
+            assert!(node.terminal && node.children.is_empty());
+        }
     }
 
     #[test]
