@@ -45,8 +45,15 @@ pub struct CallRecord {
     pub temperature: f32,
     pub n: usize,
     pub seed: u64,
+    /// The row the completions' random streams start from (`Sampling::first_row`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub first_row: usize,
     pub outputs: Vec<String>,
     pub usage: Usage,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl CallRecord {
@@ -63,6 +70,7 @@ impl CallRecord {
             temperature: sampling.temperature,
             n: sampling.n,
             seed: sampling.seed,
+            first_row: sampling.first_row,
             outputs: generation.completions.into_iter().map(|c| c.text).collect(),
             usage: generation.usage,
         }

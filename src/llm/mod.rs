@@ -68,6 +68,11 @@ pub struct Sampling {
     pub seed: u64,
     /// Completions to draw from the same prompt (decoded as one batch).
     pub n: usize,
+    /// The index of the first completion among the rows of one larger
+    /// request: each row's random stream comes from the seed and its
+    /// index, so rows 4-7 asked for apart are rows 4-7 of one request for
+    /// eight.
+    pub first_row: usize,
     /// Generate exactly `max_tokens` per completion, ignoring end-of-turn
     /// tokens and the repetition cut (stop strings still apply):
     /// benchmarks measure a fixed amount of decoding this way.
@@ -86,6 +91,7 @@ impl Default for Sampling {
             stop: Vec::new(),
             seed: 0,
             n: 1,
+            first_row: 0,
             to_limit: false,
             constraint: None,
         }

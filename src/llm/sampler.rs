@@ -14,13 +14,14 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// One sampler per completion; `row` makes the n completions of one
-    /// request draw different (but repeatable) streams.
+    /// One sampler per completion; `row` (counted from the request's
+    /// `first_row`) makes the n completions of one request draw different
+    /// (but repeatable) streams.
     pub fn new(sampling: &Sampling, row: usize) -> Self {
         let seed = sampling
             .seed
             .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .wrapping_add(row as u64);
+            .wrapping_add((sampling.first_row + row) as u64);
         Sampler {
             temperature: sampling.temperature,
             top_p: sampling.top_p,

@@ -24,7 +24,7 @@
 use super::reasoner::{Reasoner, Step};
 use super::tree::{Guidance, NodeId, Selected, Tree};
 use crate::error::Result;
-use crate::llm::LanguageModel;
+use crate::llm::{LanguageModel, Sampling};
 use crate::trace::CallRecord;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -366,9 +366,12 @@ impl Search<'_> {
     ) -> Result<()> {
         let spec = self.reasoner.actions.get(action);
         let first = samples.drawn.len();
-        let sampling = self
-            .reasoner
-            .sampling(action, spec.batch, node_seed(self.seed, first, 3));
+        // The rows of sc's one call with the same seed: at B samples the
+        // search holds exactly what sc-B would have drawn.
+        let sampling = Sampling {
+            first_row: first,
+            ..self.reasoner.sampling(action, spec.batch, self.seed)
+        };
         let stage = format!(
             "search {} samples {}-{}",
             spec.id,
@@ -696,8 +699,12 @@ pub(crate) mod tests {
         let (result, _) = run(&model, &ActionSet::builtin(), &unsettled, 0);
         assert_eq!(result.rollouts_run, 8);
         // Unsettled samples with a value: every rollout is one more sample,
-        // taken as it stands.
+        // taken as it stands; the two calls are rows 0-3 and 4-7 of sc's
+        // one call with the same seed.
         assert_eq!(result.calls.len(), 2);
+        let streams: Vec<(u64, usize)> =
+            result.calls.iter().map(|c| (c.seed, c.first_row)).collect();
+        assert_eq!(streams, [(0, 0), (0, 4)]);
         let direct = ActionSet::builtin().index_of("A0");
         let root = result.tree.node(Tree::<NodeState>::ROOT);
         assert_eq!(root.children.len(), 8);
@@ -767,11 +774,16 @@ pub(crate) mod tests {
         let (first, _) = run(&schema_selection_helps(), &actions, &config, 11);
         let (second, _) = run(&schema_selection_helps(), &actions, &config, 11);
         assert_eq!(shape(&first), shape(&second));
-        let seeds: Vec<u64> = first.calls.iter().map(|c| c.seed).collect();
-        let mut distinct = seeds.clone();
+        let streams: Vec<(u64, usize)> =
+            first.calls.iter().map(|c| (c.seed, c.first_row)).collect();
+        let mut distinct = streams.clone();
         distinct.sort();
         distinct.dedup();
-        assert_eq!(distinct.len(), seeds.len(), "every call has its own seed");
+        assert_eq!(
+            distinct.len(),
+            streams.len(),
+            "every call draws its own streams"
+        );
     }
 
     #[test]
