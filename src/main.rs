@@ -348,6 +348,10 @@ struct TreeSearchArgs {
     /// agree on a result with a value (above 1: never).
     #[arg(long, default_value_t = 0.75)]
     settle: f64,
+    /// Guided search: when no sample of the first batch has a value, draw
+    /// more samples instead of searching over the reasoning actions.
+    #[arg(long)]
+    no_reasoning_fallback: bool,
     /// Rollouts of the tree search [default: 8 on CPU, 32 on a GPU or a server].
     #[arg(long)]
     rollouts: Option<usize>,
@@ -476,6 +480,7 @@ impl TreeSearchArgs {
             mcts: MctsConfig {
                 first_play: self.first_play.unwrap_or(mcts.first_play),
                 settle: self.settle,
+                reasoning_fallback: !self.no_reasoning_fallback,
                 rollouts,
                 exploration: self.exploration.unwrap_or(mcts.exploration),
                 agreement_samples: self.agreement_samples,

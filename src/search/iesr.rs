@@ -39,7 +39,8 @@ impl Engine {
         };
         // The guided search first draws a batch of direct samples, which
         // need no understanding; when one of them runs to a result with a
-        // value, the search goes on sampling and stage 1 is not run at all.
+        // value (or there is no reasoning fallback), the search goes on
+        // sampling and stage 1 is not run at all.
         let (samples, sample_calls) = Search {
             reasoner: Reasoner {
                 actions: &config.actions,
@@ -54,7 +55,7 @@ impl Engine {
         let understand = config
             .understand
             .as_ref()
-            .filter(|_| !samples.answer_in_reach(&config.mcts));
+            .filter(|_| !samples.suffice(&config.mcts));
 
         let context = match understand {
             Some(understand_config) => {

@@ -55,6 +55,11 @@ pub struct MctsConfig {
     /// direct samples (at least one batch) agree on a result with a value;
     /// above 1, never.
     pub settle: f64,
+    /// Guided design: when no sample of the first batch has a value, the
+    /// remaining rollouts go to the tree search over the reasoning actions
+    /// (after stage 1); without it they go to more samples, as they do
+    /// whenever a sample has a value.
+    pub reasoning_fallback: bool,
 }
 
 impl Default for MctsConfig {
@@ -70,6 +75,7 @@ impl Default for MctsConfig {
             max_depth: 8,
             first_play: 0.3,
             settle: 0.75,
+            reasoning_fallback: true,
         }
     }
 }
@@ -153,14 +159,13 @@ impl Samples {
         config.design == Design::Guided && self.top_share() >= config.settle
     }
 
-    /// Whether some drawn sample ran to a result with a value: the guided
-    /// search then spends its rollouts on more samples, and needs neither
-    /// stage 1 nor the reasoning actions.
-    pub fn answer_in_reach(&self, config: &MctsConfig) -> bool {
+    /// Whether the guided search spends its rollouts on more samples, and
+    /// needs neither stage 1 nor the reasoning actions: some drawn sample
+    /// ran to a result with a value, or there is no reasoning fallback.
+    pub fn suffice(&self, config: &MctsConfig) -> bool {
+        let has_value = |step: &Step| matches!(&step.execution, Some(Ok(result)) if result.digest.has_non_null());
         config.design == Design::Guided
-            && self.drawn.iter().any(
-                |step| matches!(&step.execution, Some(Ok(result)) if result.digest.has_non_null()),
-            )
+            && (!config.reasoning_fallback || self.drawn.iter().any(has_value))
     }
 }
 
@@ -221,7 +226,7 @@ impl Search<'_> {
             }
             let sampling = self
                 .direct_action()
-                .filter(|_| samples.answer_in_reach(self.config));
+                .filter(|_| samples.suffice(self.config));
             let selected = match self.config.design {
                 Design::Guided if sampling.is_some() => Selected {
                     node: Tree::<NodeState>::ROOT,
@@ -754,6 +759,40 @@ pub(crate) mod tests {
         assert_eq!(
             Search::query_source(tree, revised, Design::Paper),
             Some(revised)
+        );
+    }
+
+    #[test]
+    fn without_the_reasoning_fallback_samples_without_a_value_take_every_rollout() {
+        // Every sample returns no rows.
+        let model = ScriptedModel::responding(|prompt, i| {
+            if is_direct(prompt) {
+                format!(
+                    "```sql\nSELECT Age FROM singer WHERE Age > {}\n```",
+                    900 + i
+                )
+            } else {
+                "<sql>SELECT count(*) FROM singer".into()
+            }
+        });
+        let config = MctsConfig {
+            rollouts: 6,
+            reasoning_fallback: false,
+            ..MctsConfig::default()
+        };
+        let actions = ActionSet::builtin();
+        let (result, _) = run(&model, &actions, &config, 0);
+        let root = result.tree.node(Tree::<NodeState>::ROOT);
+        assert_eq!(root.children.len(), 6);
+        assert!(result
+            .tree
+            .nodes()
+            .skip(1)
+            .all(|(_, n)| n.action == actions.index_of("A0") && n.terminal));
+        assert_eq!(
+            result.calls.len(),
+            2,
+            "two batches of samples, nothing else"
         );
     }
 

@@ -126,6 +126,10 @@ fn tree_search_changes(config: &IesrConfig) -> Vec<String> {
     if !paper && mcts.settle != default_mcts.settle {
         changes.push(format!("settle {}", mcts.settle));
     }
+    if !paper && mcts.reasoning_fallback != default_mcts.reasoning_fallback {
+        let flag = if mcts.reasoning_fallback { "" } else { "no-" };
+        changes.push(format!("{flag}reasoning-fallback"));
+    }
     changes
 }
 
