@@ -9,6 +9,10 @@
 #   e.g. scripts/ablate.sh runs/ablate-spider30 --dataset spider \
 #          --data-dir ../shared/datasets/spider \
 #          --subset ../shared/datasets/subsets/spider_dev_random100.json --limit 30
+# The guided search by default spends every rollout on samples, so the parts
+# of the tree search (stage 1, the reasoning actions, the discriminator) are
+# ablated with --reasoning-fallback on, where they run; `reasoning-fallback`
+# is that configuration with nothing switched off.
 # Env: ROLLOUTS (default 8), ABLATIONS (default: the paper's search and every
 #      ablation flag, as folder names below), IESR (the binary; default: a
 #      release build here).
@@ -18,7 +22,7 @@ cd "$(dirname "$0")/.."
 out=$1
 shift
 rollouts=${ROLLOUTS:-8}
-ablations=${ABLATIONS:-full paper no-understanding no-verification no-compression no-embedding no-a0 no-a1 no-a2 no-a3 no-a4 no-a6 no-discriminator}
+ablations=${ABLATIONS:-full reasoning-fallback paper no-understanding no-verification no-compression no-embedding no-a0 no-a1 no-a2 no-a3 no-a4 no-a6 no-discriminator}
 if [ -z "${IESR:-}" ]; then
   cargo build --release --quiet
   IESR=./target/release/iesr
@@ -28,10 +32,11 @@ mkdir -p "$out"
 for name in $ablations; do
   case $name in
     full) flags=() ;;
+    reasoning-fallback) flags=(--reasoning-fallback) ;;
     paper) flags=(--search paper) ;;
-    no-a[0-9]) flags=(--disable-action "A${name#no-a}") ;;
-    no-*) flags=("--$name") ;;
-    *) echo "unknown ablation $name (full, no-<part> or no-a<N>)" >&2; exit 2 ;;
+    no-a[0-9]) flags=(--reasoning-fallback --disable-action "A${name#no-a}") ;;
+    no-*) flags=(--reasoning-fallback "--$name") ;;
+    *) echo "unknown ablation $name (full, reasoning-fallback, paper, no-<part> or no-a<N>)" >&2; exit 2 ;;
   esac
   dir=$out/$name
   resume=()

@@ -297,9 +297,9 @@ impl DatasetArgs {
 /// How candidates are produced, shared by `search` and `bench`.
 #[derive(clap::Args)]
 struct MethodArgs {
-    /// How candidates are produced. `search` defaults to sc on a CPU (the
-    /// best accuracy per second measured there) and iesr on a GPU or a
-    /// server; `bench` to greedy.
+    /// How candidates are produced. `search` defaults to iesr (the guided
+    /// search: sc's samples with an early stop, the best accuracy per token
+    /// and per second measured), `bench` to greedy.
     #[arg(long, value_enum)]
     method: Option<MethodArg>,
     /// Completions drawn by --method sc.
@@ -348,11 +348,14 @@ struct TreeSearchArgs {
     /// agree on a result with a value (above 1: never).
     #[arg(long, default_value_t = 0.75)]
     settle: f64,
-    /// Guided search: when no sample of the first batch has a value, draw
-    /// more samples instead of searching over the reasoning actions.
+    /// Guided search: when no sample of the first batch has a value, spend
+    /// the remaining rollouts on the tree search over the reasoning actions
+    /// (after stage 1) instead of on more samples.
     #[arg(long)]
-    no_reasoning_fallback: bool,
-    /// Rollouts of the tree search [default: 8 on CPU, 32 on a GPU or a server].
+    reasoning_fallback: bool,
+    /// Rollouts of the tree search [default: 8; the paper's search 32 on a
+    /// GPU or a server]. The guided search draws up to this many samples:
+    /// more than 8 split the vote without adding right answers (measured).
     #[arg(long)]
     rollouts: Option<usize>,
     /// UCT exploration constant c [default: 0.5 guided, 1.4 paper].
@@ -414,7 +417,8 @@ enum DesignArg {
 }
 
 impl MethodArgs {
-    /// The search settings; `gpu_class` picks the larger rollout default,
+    /// The search settings; `gpu_class` picks the paper search's larger
+    /// rollout default,
     /// `default` the method when none is given.
     fn config(&self, gpu_class: bool, default: MethodArg) -> Result<SearchConfig> {
         let method = match self.method.unwrap_or(default) {
@@ -459,7 +463,8 @@ impl TreeSearchArgs {
                 "--weights must be zero or positive numbers".into(),
             ));
         }
-        let rollouts = self.rollouts.unwrap_or(if gpu_class { 32 } else { 8 });
+        let paper_on_gpu = gpu_class && matches!(self.search, DesignArg::Paper);
+        let rollouts = self.rollouts.unwrap_or(if paper_on_gpu { 32 } else { 8 });
         if rollouts == 0 || self.max_depth == 0 {
             return Err(Error::InvalidArgument(
                 "--rollouts and --max-depth must be at least 1".into(),
@@ -480,7 +485,7 @@ impl TreeSearchArgs {
             mcts: MctsConfig {
                 first_play: self.first_play.unwrap_or(mcts.first_play),
                 settle: self.settle,
-                reasoning_fallback: !self.no_reasoning_fallback,
+                reasoning_fallback: self.reasoning_fallback,
                 rollouts,
                 exploration: self.exploration.unwrap_or(mcts.exploration),
                 agreement_samples: self.agreement_samples,
@@ -726,13 +731,9 @@ fn open_judge(method: &MethodArgs, model: &ModelArgs) -> Result<Option<Arc<dyn L
 }
 
 fn search(args: SearchArgs) -> Result<()> {
-    let gpu_class = args.model.gpu_class();
-    let default = if gpu_class {
-        MethodArg::Iesr
-    } else {
-        MethodArg::Sc
-    };
-    let config = args.method.config(gpu_class, default)?;
+    let config = args
+        .method
+        .config(args.model.gpu_class(), MethodArg::Iesr)?;
     // A bad database path or table file should not wait for a model to load.
     let db = args.source.database()?;
     let model = open_model(&args.model)?;

@@ -455,7 +455,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // Every sample runs to no rows.
         let model = with_direct(|_| "SELECT Name FROM singer WHERE Age > 900");
-        let answer = engine(model, guided(dir.path()))
+        let mut iesr = guided(dir.path());
+        iesr.mcts.reasoning_fallback = true;
+        let answer = engine(model, iesr)
             .answer("How many singers do we have?", None)
             .unwrap();
         let trace = &answer.trace;

@@ -8,14 +8,14 @@
 //! reward draws K more queries from its prompt. `guided` (the default) also
 //! offers, at the root, the direct query of greedy and sc as an action that
 //! can be taken again and again (its samples drawn a batch at a time), so
-//! the search holds what sampling would have drawn. While some drawn sample
-//! runs to a result with a value, every rollout is one more direct sample,
-//! and the search stops as soon as the samples settle on one result: easy
-//! questions cost one batch, and hard ones get the whole budget of samples
-//! (measured: a direct sample is right more often than any reasoning
-//! route's query, and a reasoning rollout costs about ten samples). Only
-//! when no sample of the first batch has a value does the tree search over
-//! reasoning actions take the remaining rollouts: untried actions start
+//! the search holds what sampling would have drawn. Every rollout is one
+//! more direct sample, and the search stops as soon as the samples settle
+//! on one result: easy questions cost one batch, and hard ones get the
+//! whole budget of samples (measured: a direct sample is right more often
+//! than any reasoning route's query, and a reasoning rollout costs about
+//! ten samples). With the reasoning fallback, when no sample of the first
+//! batch has a value, the tree search over reasoning actions takes the
+//! remaining rollouts instead: untried actions start
 //! from a first-play value and actions share their statistics across the
 //! tree; the reward is agreement with the direct samples (no extra calls);
 //! a revision is offered only when execution showed trouble, and a
@@ -75,7 +75,7 @@ impl Default for MctsConfig {
             max_depth: 8,
             first_play: 0.3,
             settle: 0.75,
-            reasoning_fallback: true,
+            reasoning_fallback: false,
         }
     }
 }
@@ -739,6 +739,7 @@ pub(crate) mod tests {
         });
         let config = MctsConfig {
             rollouts: 6,
+            reasoning_fallback: true,
             ..MctsConfig::default()
         };
         let actions = ActionSet::builtin();
@@ -801,6 +802,7 @@ pub(crate) mod tests {
         let actions = ActionSet::builtin();
         let config = MctsConfig {
             rollouts: 6,
+            reasoning_fallback: true,
             ..MctsConfig::default()
         };
         let shape = |result: &SearchResult| -> Vec<(Option<usize>, Option<usize>, u32)> {
@@ -831,6 +833,7 @@ pub(crate) mod tests {
         let config = MctsConfig {
             rollouts: 4,
             max_depth: 2,
+            reasoning_fallback: true,
             ..MctsConfig::default()
         };
         let (result, _) = run(&schema_selection_helps(), &actions, &config, 0);
