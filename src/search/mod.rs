@@ -352,7 +352,11 @@ impl Engine {
             .iter()
             .enumerate()
             .flat_map(|(g, members)| members.iter().map(move |&i| (sqls[i].as_str(), g)));
-        let asked = (question, hint, schema);
+        let asked = review::Asked {
+            schema,
+            hint,
+            question,
+        };
         let Some((review, log_probs)) = review::review_by_result(self.judge(), asked, ran)? else {
             return Ok(None);
         };
@@ -621,7 +625,10 @@ SELECT nosuch FROM singer
             "```sql\nSELECT count(*) FROM stadium\n```",
             "```sql\nSELECT count(*) FROM singer\n```",
         ];
-        let model = ScriptedModel::new(replies).scoring(|prompt, _| {
+        let model = ScriptedModel::new(replies).scoring(|prompt, continuation| {
+            // The question is scored after the schema and a query.
+            assert_eq!(continuation, "How many stadiums are there?");
+            assert!(prompt.contains("CREATE TABLE stadium"), "{prompt}");
             if prompt.contains("FROM stadium") {
                 -2.0
             } else {

@@ -152,11 +152,11 @@ pub fn select(
     let reviewed = match groups.len() {
         2.. if reviewing => {
             let context = reasoner.context;
-            let asked = (
-                context.plain_schema.as_str(),
-                context.hint.as_deref(),
-                context.question.as_str(),
-            );
+            let asked = review::Asked {
+                schema: &context.plain_schema,
+                hint: context.hint.as_deref(),
+                question: &context.question,
+            };
             let ran = sources
                 .iter()
                 .zip(&keys)

@@ -20,6 +20,15 @@ pub struct ReviewRecord {
     pub log_prob: f64,
 }
 
+/// What the reviewer is shown (the schema and hint) and what it scores
+/// (the question); named fields, since all three are text.
+#[derive(Debug, Clone, Copy)]
+pub struct Asked<'a> {
+    pub schema: &'a str,
+    pub hint: Option<&'a str>,
+    pub question: &'a str,
+}
+
 pub struct Review {
     /// One per query, in order.
     pub records: Vec<ReviewRecord>,
@@ -70,7 +79,7 @@ pub fn review(
 /// None where the model cannot score.
 pub fn review_by_result<'q, K: Copy + Eq + Hash>(
     model: &dyn LanguageModel,
-    (schema, hint, question): (&str, Option<&str>, &str),
+    asked: Asked<'_>,
     queries: impl IntoIterator<Item = (&'q str, K)>,
 ) -> Result<Option<(Review, HashMap<K, f64>)>> {
     let mut distinct: Vec<(&str, K)> = Vec::new();
@@ -80,7 +89,7 @@ pub fn review_by_result<'q, K: Copy + Eq + Hash>(
         }
     }
     let sqls: Vec<&str> = distinct.iter().map(|(q, _)| *q).collect();
-    let Some(review) = review(model, schema, hint, question, &sqls)? else {
+    let Some(review) = review(model, asked.schema, asked.hint, asked.question, &sqls)? else {
         return Ok(None);
     };
     let mut best: HashMap<K, f64> = HashMap::new();
