@@ -418,8 +418,7 @@ enum DesignArg {
 
 impl MethodArgs {
     /// The search settings; `gpu_class` picks the paper search's larger
-    /// rollout default,
-    /// `default` the method when none is given.
+    /// rollout default, `default` the method when none is given.
     fn config(&self, gpu_class: bool, default: MethodArg) -> Result<SearchConfig> {
         let method = match self.method.unwrap_or(default) {
             MethodArg::Greedy => Method::Greedy,

@@ -315,7 +315,12 @@ fn the_reviewer_finds_the_question_likelier_after_the_query_that_answers_it() {
         "SELECT Name FROM singer ORDER BY Age DESC LIMIT 1",
     ];
     let review = |question: &str| {
-        iesr::select::review::review(shared(), schema, None, question, &queries)
+        let asked = iesr::select::review::Asked {
+            schema,
+            hint: None,
+            question,
+        };
+        iesr::select::review::review(shared(), asked, &queries)
             .unwrap()
             .expect("an in-process model scores")
             .records

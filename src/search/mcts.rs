@@ -21,6 +21,7 @@
 //! a revision is offered only when execution showed trouble, and a
 //! revision that fails leaves its trajectory the query before it.
 
+use super::feedback::has_value;
 use super::reasoner::{Reasoner, Step};
 use super::tree::{Guidance, NodeId, Selected, Tree};
 use crate::error::Result;
@@ -163,15 +164,16 @@ impl Samples {
     /// needs neither stage 1 nor the reasoning actions: some drawn sample
     /// ran to a result with a value, or there is no reasoning fallback.
     pub fn suffice(&self, config: &MctsConfig) -> bool {
-        let has_value = |step: &Step| matches!(&step.execution, Some(Ok(result)) if result.digest.has_non_null());
+        let answers = |step: &Step| step.execution.as_ref().is_some_and(has_value);
         config.design == Design::Guided
-            && (!config.reasoning_fallback || self.drawn.iter().any(has_value))
+            && (!config.reasoning_fallback || self.drawn.iter().any(answers))
     }
 }
 
 impl Search<'_> {
     pub fn run(&self, on_rollout: &mut dyn FnMut(RolloutProgress)) -> Result<SearchResult> {
-        self.run_from(Samples::default(), Vec::new(), on_rollout)
+        let (samples, calls) = self.first_samples()?;
+        self.run_from(samples, calls, on_rollout)
     }
 
     /// The first batch of direct samples (none without a repeatable action
@@ -210,9 +212,6 @@ impl Search<'_> {
         };
         let mut best_reward = 0.0f64;
         let mut rollouts_run = 0;
-        if let Some(direct) = self.direct_action().filter(|_| samples.drawn.is_empty()) {
-            self.draw_samples(direct, &mut samples, &mut calls)?;
-        }
         for done in 1..=self.config.rollouts {
             if tree.exhausted(Tree::<NodeState>::ROOT) {
                 break;
@@ -224,13 +223,13 @@ impl Search<'_> {
             if samples.settled(self.config) && samples.used >= samples.drawn.len() {
                 break;
             }
-            let sampling = self
+            let next_sample = self
                 .direct_action()
                 .filter(|_| samples.suffice(self.config));
             let selected = match self.config.design {
-                Design::Guided if sampling.is_some() => Selected {
+                Design::Guided if next_sample.is_some() => Selected {
                     node: Tree::<NodeState>::ROOT,
-                    expand: sampling,
+                    expand: next_sample,
                 },
                 Design::Guided => tree.select_guided(&guidance),
                 Design::Paper => {
@@ -244,19 +243,15 @@ impl Search<'_> {
             };
             let mut node = selected.node;
             if let Some(action) = selected.expand {
-                node = self.expand(&mut tree, node, action, &mut samples, &mut calls)?;
-                if sampling.is_some() {
-                    // A sample is a candidate as it stands, as in sc: a
-                    // revision would cost as much as another sample and
-                    // is rarely right.
-                    let leaf = tree.node_mut(node);
-                    leaf.terminal = true;
-                    leaf.untried.clear();
-                }
+                // A sample taken while sampling suffices is a candidate as
+                // it stands, as in sc: a revision would cost as much as
+                // another sample and is rarely right.
+                let leaf = next_sample.is_some();
+                node = self.expand(&mut tree, node, action, leaf, &mut samples, &mut calls)?;
                 // Simulation: weighted by each action's rollout weight.
                 while !tree.node(node).terminal {
                     let action = self.simulation_action(&tree, node, &mut rng);
-                    node = self.expand(&mut tree, node, action, &mut samples, &mut calls)?;
+                    node = self.expand(&mut tree, node, action, false, &mut samples, &mut calls)?;
                 }
             }
             let reward = self.reward(&mut tree, node, &mut samples, &mut calls)?;
@@ -311,13 +306,15 @@ impl Search<'_> {
             .collect()
     }
 
-    /// Applies `action` at `parent` and adds the child to the tree. A
-    /// repeatable action's child is its next drawn sample.
+    /// Applies `action` at `parent` and adds the child to the tree, as a
+    /// trajectory's end when `leaf`. A repeatable action's child is its next
+    /// drawn sample.
     fn expand(
         &self,
         tree: &mut Tree<NodeState>,
         parent: NodeId,
         action: usize,
+        leaf: bool,
         samples: &mut Samples,
         calls: &mut Vec<CallRecord>,
     ) -> Result<NodeId> {
@@ -347,7 +344,8 @@ impl Search<'_> {
         let mut child_path = path;
         child_path.push(&step);
         let untried = self.reasoner.valid_actions(&child_path);
-        let terminal = self.reasoner.ends_trajectory(&step)
+        let terminal = leaf
+            || self.reasoner.ends_trajectory(&step)
             || tree.node(parent).depth + 1 >= self.config.max_depth;
         Ok(tree.add_child(
             parent,
@@ -720,11 +718,10 @@ pub(crate) mod tests {
         }
     }
 
-    #[test]
-    fn disagreeing_samples_send_rollouts_to_reasoning_and_failed_revisions_fall_back() {
-        // Every sample returns no rows; revisions fail; reasoning steps
-        // lead to a query that runs.
-        let model = ScriptedModel::responding(|prompt, i| {
+    /// Every sample returns no rows; revisions fail; reasoning steps lead
+    /// to a query that runs.
+    fn samples_without_a_value() -> ScriptedModel {
+        ScriptedModel::responding(|prompt, i| {
             if is_direct(prompt) {
                 return format!(
                     "```sql\nSELECT Age FROM singer WHERE Age > {}\n```",
@@ -736,7 +733,12 @@ pub(crate) mod tests {
                 "SQL generation" => "<sql>SELECT count(*) FROM singer".into(),
                 _ => "none".into(),
             }
-        });
+        })
+    }
+
+    #[test]
+    fn disagreeing_samples_send_rollouts_to_reasoning_and_failed_revisions_fall_back() {
+        let model = samples_without_a_value();
         let config = MctsConfig {
             rollouts: 6,
             reasoning_fallback: true,
@@ -765,17 +767,7 @@ pub(crate) mod tests {
 
     #[test]
     fn without_the_reasoning_fallback_samples_without_a_value_take_every_rollout() {
-        // Every sample returns no rows.
-        let model = ScriptedModel::responding(|prompt, i| {
-            if is_direct(prompt) {
-                format!(
-                    "```sql\nSELECT Age FROM singer WHERE Age > {}\n```",
-                    900 + i
-                )
-            } else {
-                "<sql>SELECT count(*) FROM singer".into()
-            }
-        });
+        let model = samples_without_a_value();
         let config = MctsConfig {
             rollouts: 6,
             reasoning_fallback: false,

@@ -40,12 +40,10 @@ pub struct Review {
 /// report probabilities (an OpenAI-compatible server).
 pub fn review(
     model: &dyn LanguageModel,
-    schema: &str,
-    hint: Option<&str>,
-    question: &str,
+    asked: Asked<'_>,
     queries: &[&str],
 ) -> Result<Option<Review>> {
-    let hint = crate::prompts::hint_paragraph(hint);
+    let hint = crate::prompts::hint_paragraph(asked.hint);
     let mut usage = Usage::default();
     let mut records = Vec::with_capacity(queries.len());
     for &sql in queries {
@@ -54,13 +52,13 @@ pub fn review(
             ChatMessage::new(
                 "user",
                 REVIEW_USER.render(&[
-                    ("schema", schema.trim_end()),
+                    ("schema", asked.schema.trim_end()),
                     ("hint", hint.as_str()),
                     ("sql", sql),
                 ]),
             ),
         ]);
-        let Some(scored) = model.score(&prompt, question)? else {
+        let Some(scored) = model.score(&prompt, asked.question)? else {
             return Ok(None);
         };
         usage.prompt_tokens += scored.usage.prompt_tokens;
@@ -89,7 +87,7 @@ pub fn review_by_result<'q, K: Copy + Eq + Hash>(
         }
     }
     let sqls: Vec<&str> = distinct.iter().map(|(q, _)| *q).collect();
-    let Some(review) = review(model, asked.schema, asked.hint, asked.question, &sqls)? else {
+    let Some(review) = review(model, asked, &sqls)? else {
         return Ok(None);
     };
     let mut best: HashMap<K, f64> = HashMap::new();
