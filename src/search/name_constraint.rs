@@ -178,7 +178,7 @@ impl SchemaVocabulary {
             };
             let lower = word.to_lowercase();
             let scope = scopes.last_mut().expect("a scope");
-            let slot = self.slot(&spans, i, scope.in_from);
+            let slot = self.slot(&spans, i, scope.in_from, with_query);
             match lower.as_str() {
                 "select" => *scope = Scope::default(),
                 "from" => {
@@ -197,11 +197,23 @@ impl SchemaVocabulary {
             let growing = open && end == query.len();
             let ok = match slot {
                 Slot::NewAlias => true,
-                // Once this level's FROM is written every name it may use is
-                // known: check as a prefix. Before, a qualifier may be an
-                // alias bound later, so wait for the word to end.
+                // A WITH query or a subquery source brings names the schema
+                // lacks: nothing can be ruled out while the word grows.
+                Slot::Free if growing && (with_query || scopes.iter().any(|s| s.derived)) => true,
+                // Checked as a prefix: once this level's FROM is written,
+                // of the names in scope; before, of any column, and a short
+                // word may also be a qualifier bound later (`SELECT T1.x
+                // ... FROM t AS T1`). A longer word that starts no name is
+                // how an invented name begins; left to grow, its end is
+                // refused and it runs on for as long as the model lets it.
                 Slot::Free if growing => {
-                    !self.scope_known(&scopes, with_query)
+                    let known = self.scope_known(&scopes, with_query);
+                    let mut columns: Box<dyn Iterator<Item = &String>> = if known {
+                        Box::new(self.columns_in_scope(&scopes))
+                    } else {
+                        Box::new(self.columns.iter())
+                    };
+                    (!known && lower.chars().count() <= LATER_ALIAS_CHARS)
                         || KEYWORDS
                             .iter()
                             .chain(FUNCTIONS)
@@ -209,9 +221,7 @@ impl SchemaVocabulary {
                         || self.tables.keys().any(|t| t.starts_with(&lower))
                         || defined.iter().any(|d| d.starts_with(&lower))
                         || bound.iter().any(|(n, _)| n.starts_with(&lower))
-                        || self
-                            .columns_in_scope(&scopes)
-                            .any(|c| c.starts_with(&lower))
+                        || columns.any(|c| c.starts_with(&lower))
                 }
                 Slot::Table if with_query => true,
                 Slot::Table if growing => self.table_prefix(&lower),
@@ -286,7 +296,13 @@ impl SchemaVocabulary {
     }
 
     /// The slot of word `i` from what stands before it.
-    fn slot<'a>(&self, spans: &[(Piece<'a>, usize)], i: usize, in_from: bool) -> Slot<'a> {
+    fn slot<'a>(
+        &self,
+        spans: &[(Piece<'a>, usize)],
+        i: usize,
+        in_from: bool,
+        with_query: bool,
+    ) -> Slot<'a> {
         let before = |k: usize| i.checked_sub(k).map(|j| spans[j].0);
         let gap = match before(1) {
             Some(Piece::Other(t)) => {
@@ -305,7 +321,16 @@ impl SchemaVocabulary {
             }
             ("", Some(w)) if w.eq_ignore_ascii_case("as") => Slot::NewAlias,
             // `FROM t alias`: a word straight after a table reference.
-            ("", Some(_)) if self.slot(spans, i - 2, in_from) == Slot::Table => Slot::NewAlias,
+            ("", Some(_)) if self.slot(spans, i - 2, in_from, with_query) == Slot::Table => {
+                Slot::NewAlias
+            }
+            // A common table's name: `WITH [RECURSIVE] a AS (...), b AS (...)`.
+            ("", Some(w))
+                if w.eq_ignore_ascii_case("with") || w.eq_ignore_ascii_case("recursive") =>
+            {
+                Slot::NewAlias
+            }
+            ("),", _) if with_query => Slot::NewAlias,
             (",", _) if in_from => Slot::Table,
             _ => Slot::Free,
         }
@@ -322,6 +347,10 @@ struct Scope {
     derived: bool,
     tables: Vec<String>,
 }
+
+/// The longest qualifier written before its alias is bound that a word
+/// starting no name may be (models write T1, t, emp).
+const LATER_ALIAS_CHARS: usize = 3;
 
 /// Words that end a FROM clause.
 const CLAUSE_ENDS: [&str; 10] = [
@@ -723,7 +752,7 @@ mod tests {
         // Ended by a comma: an invented column is refused...
         assert_eq!(verdicts(&[select, "lift,"]), [true, false]);
         // ...also when the piece that ends it only adds its terminator...
-        assert_eq!(verdicts(&[select, "lift", ","]), [true, true, false]);
+        assert_eq!(verdicts(&[select, "lif", ","]), [true, true, false]);
         assert_eq!(verdicts(&[select, "Age", ","]), [true, true, true]);
         // ...a real column, a keyword, a function or a qualifier is not.
         assert_eq!(verdicts(&[select, "Age,"]), [true, true]);
@@ -746,6 +775,41 @@ mod tests {
         assert_eq!(
             verdicts(&[select, "\"Song Name\" FROM singer "]),
             [true, true]
+        );
+    }
+
+    #[test]
+    fn before_from_a_long_word_must_start_a_name() {
+        let select = "```sql\nSELECT ";
+        // A word that starts no name is cut off before it can run on.
+        assert_eq!(verdicts(&[select, "Lift"]), [true, false]);
+        assert_eq!(verdicts(&[select, "AVG(", "Liftoff"]), [true, true, false]);
+        // A start of a column, table, keyword or function may grow.
+        assert_eq!(verdicts(&[select, "Capac"]), [true, true]);
+        assert_eq!(verdicts(&[select, "singer_in"]), [true, true]);
+        assert_eq!(verdicts(&[select, "DISTIN"]), [true, true]);
+        assert_eq!(verdicts(&[select, "julian"]), [true, true]);
+        // A short word may be a qualifier bound later.
+        assert_eq!(
+            verdicts(&[select, "T1", ".Name FROM singer AS T1"]),
+            [true, true, true]
+        );
+        // A WITH query names its common tables, and their columns are
+        // not the schema's.
+        assert_eq!(
+            verdicts(&[
+                "```sql\nWITH ",
+                "ranked AS (SELECT Age AS years FROM singer)"
+            ]),
+            [true, true]
+        );
+        assert_eq!(
+            verdicts(&[
+                "```sql\nWITH r AS (SELECT Age FROM singer), ",
+                "older AS (SELECT Age FROM r) SELECT ",
+                "years"
+            ]),
+            [true, true, true]
         );
     }
 
