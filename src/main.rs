@@ -545,6 +545,17 @@ struct BenchLlmArgs {
     /// Batch sizes for batched decoding, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,4,8")]
     batch: Vec<usize>,
+    /// Also sample sc's query prompt for --question over this database with
+    /// and without the name constraint (first backend, which must be
+    /// candle), and compare decode rates.
+    #[arg(long, requires = "question")]
+    names_db: Option<PathBuf>,
+    /// The question of --names-db's prompt.
+    #[arg(long, requires = "names_db")]
+    question: Option<String>,
+    /// Calls per batch size and setting for --names-db (seeds 0, 1, ...).
+    #[arg(long, default_value_t = 3)]
+    repeats: usize,
     #[arg(long)]
     json: bool,
 }
@@ -641,7 +652,14 @@ fn bench_llm(args: BenchLlmArgs) -> Result<()> {
     let tokenizer = iesr::llm::gguf::load_tokenizer(&path)?;
     let schema = iesr::llm::bench::synthetic_prompt(&tokenizer, config.prompt_tokens)?;
     let threads = rayon::current_num_threads();
+    if args.names_db.is_some() && args.backends.first() != Some(&BackendArg::Candle) {
+        return Err(Error::InvalidArgument(
+            "--names-db measures the candle backend's constraint; list candle first in --backends"
+                .into(),
+        ));
+    }
     let mut figures = Vec::new();
+    let mut constraint = Vec::new();
     for backend in args.backends {
         // Each model is dropped before the next loads.
         let (name, model): (&str, Arc<dyn LanguageModel>) = match backend {
@@ -669,8 +687,25 @@ fn bench_llm(args: BenchLlmArgs) -> Result<()> {
             &schema,
             &config,
         )?);
+        if let (Some(db), Some(question), true) =
+            (&args.names_db, &args.question, figures.len() == 1)
+        {
+            eprintln!("measuring {name} with and without the name constraint");
+            let engine = Engine::new(Arc::clone(&model), db, SearchConfig::default())?;
+            let (prompt, names) = engine.direct_request(question, None);
+            let names = names.ok_or_else(|| {
+                Error::InvalidArgument("the name constraint is switched off".into())
+            })?;
+            constraint = iesr::llm::bench::measure_constraint(
+                model.as_ref(),
+                &prompt,
+                &names,
+                &config,
+                args.repeats.max(1),
+            )?;
+        }
     }
-    let report = iesr::llm::bench::BenchReport::new(&args.model, &config, figures);
+    let report = iesr::llm::bench::BenchReport::new(&args.model, &config, figures, constraint);
     output::print(args.json, &report, output::bench_text)
 }
 

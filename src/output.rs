@@ -234,6 +234,28 @@ pub fn bench_text(report: &BenchReport) -> String {
         1,
     );
     out.push_str(&format!("{table}\n"));
+    if !report.constraint.is_empty() {
+        let mut table = Table::new();
+        table.set_header([
+            "sampling a query (first backend)",
+            "tokens, free",
+            "tok/s, free",
+            "tokens, name constraint",
+            "tok/s, name constraint",
+            "constrained / free",
+        ]);
+        for f in &report.constraint {
+            table.add_row([
+                format!("batch {}", f.batch),
+                f.free_tokens.to_string(),
+                format!("{:.1}", f.free_tok_s),
+                f.constrained_tokens.to_string(),
+                format!("{:.1}", f.constrained_tok_s),
+                format!("{:.2}", f.ratio),
+            ]);
+        }
+        out.push_str(&format!("{table}\n"));
+    }
     out.push_str(&format!(
         "peak RSS of this process: {:.0} MB\n",
         report.peak_rss_mb

@@ -1,8 +1,10 @@
 //! The inference benchmark behind `iesr bench-llm`: prefill and decode
 //! speed, batched decoding and the gain from a cached prompt prefix, for
 //! one or more backends on the same synthetic schema-like prompt, measured
-//! through the `LanguageModel` seam the search itself uses.
+//! through the `LanguageModel` seam the search itself uses; and, on a real
+//! query prompt, sampling with and without a decoding constraint.
 
+use super::constraint::Constraint;
 use super::{LanguageModel, Prompt, Sampling};
 use crate::error::Result;
 use serde::Serialize;
@@ -53,13 +55,22 @@ pub struct BenchReport {
     pub prompt_tokens: usize,
     pub gen_tokens: usize,
     pub backends: Vec<BackendFigures>,
+    /// Sampling a query with and without the name constraint (the first
+    /// backend; empty unless asked for).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub constraint: Vec<ConstraintFigure>,
     /// The process's peak resident memory after all backends ran (the
     /// in-process ones; a server's memory is its own).
     pub peak_rss_mb: f64,
 }
 
 impl BenchReport {
-    pub fn new(model: &str, config: &BenchConfig, backends: Vec<BackendFigures>) -> Self {
+    pub fn new(
+        model: &str,
+        config: &BenchConfig,
+        backends: Vec<BackendFigures>,
+        constraint: Vec<ConstraintFigure>,
+    ) -> Self {
         BenchReport {
             model: model.to_string(),
             threads: rayon::current_num_threads(),
@@ -68,6 +79,7 @@ impl BenchReport {
             prompt_tokens: config.prompt_tokens,
             gen_tokens: config.gen_tokens,
             backends,
+            constraint,
             peak_rss_mb: peak_rss_mb(),
         }
     }
@@ -166,6 +178,79 @@ pub fn measure(
         cached_first_token_s: cached_seconds,
         cached_prefix_speedup: cold_seconds / cached_seconds,
     })
+}
+
+/// Decode rates of one batch size sampled freely and under a constraint.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConstraintFigure {
+    pub batch: usize,
+    /// Generated tokens over all repeats, free and constrained.
+    pub free_tokens: usize,
+    pub constrained_tokens: usize,
+    /// Generated tokens per second of decoding over all rows.
+    pub free_tok_s: f64,
+    pub constrained_tok_s: f64,
+    /// Constrained rate over free rate.
+    pub ratio: f64,
+}
+
+/// Samples `prompt` as self-consistency does (temperature 0.8, top-p 0.95,
+/// each row ending where its answer ends) `repeats` times per batch size,
+/// each time once freely and once under `constraint` with the same seed,
+/// and compares the decode rates. The prompt is cached before timing, and
+/// the time of a first token from the cached prompt is taken off each call.
+pub fn measure_constraint(
+    model: &dyn LanguageModel,
+    prompt: &Prompt,
+    constraint: &Constraint,
+    config: &BenchConfig,
+    repeats: usize,
+) -> Result<Vec<ConstraintFigure>> {
+    let first_token = Sampling {
+        max_tokens: 1,
+        to_limit: true,
+        ..Sampling::default()
+    };
+    model.generate(prompt, &first_token)?;
+    let started = Instant::now();
+    model.generate(prompt, &first_token)?;
+    let start_seconds = started.elapsed().as_secs_f64();
+    let mut figures = Vec::new();
+    for &batch in &config.batches {
+        // (stepped tokens, decode seconds), free then constrained.
+        let mut totals = [(0usize, 0.0f64); 2];
+        for seed in 0..repeats as u64 {
+            for (total, rule) in totals.iter_mut().zip([None, Some(constraint.clone())]) {
+                let sampling = Sampling {
+                    temperature: 0.8,
+                    top_p: 0.95,
+                    max_tokens: config.gen_tokens,
+                    n: batch,
+                    seed,
+                    constraint: rule,
+                    ..Sampling::default()
+                };
+                let started = Instant::now();
+                let generation = model.generate(prompt, &sampling)?;
+                let seconds = started.elapsed().as_secs_f64() - start_seconds;
+                let generated = generation.usage.generated_tokens;
+                total.0 += generated.saturating_sub(generation.completions.len());
+                total.1 += seconds.max(1e-9);
+            }
+        }
+        let [(free_tokens, free_seconds), (constrained_tokens, constrained_seconds)] = totals;
+        let free_tok_s = free_tokens as f64 / free_seconds;
+        let constrained_tok_s = constrained_tokens as f64 / constrained_seconds;
+        figures.push(ConstraintFigure {
+            batch,
+            free_tokens,
+            constrained_tokens,
+            free_tok_s,
+            constrained_tok_s,
+            ratio: constrained_tok_s / free_tok_s,
+        });
+    }
+    Ok(figures)
 }
 
 /// The process's peak resident memory (Linux `VmHWM`), in MB.

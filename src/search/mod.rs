@@ -370,6 +370,19 @@ impl Engine {
         Ok(review::best_group(&shares, &log_probs).map(|g| groups[g][0]))
     }
 
+    /// The prompt greedy and sc send for `question`, and the name
+    /// constraint they decode under (none when it is switched off): what
+    /// `iesr bench-llm --names-db` decodes.
+    pub fn direct_request(
+        &self,
+        question: &str,
+        hint: Option<&str>,
+    ) -> (Prompt, Option<Constraint>) {
+        let schema_text = self.question_schema(question, hint, &mut Trace::default());
+        let messages = direct_prompt(&schema_text, hint, question, DIRECT_INSTRUCTION);
+        (Prompt::Chat(messages), self.constraint.clone())
+    }
+
     /// The schema as the one-call prompts for `question` show it: focused
     /// on the tables it needs when the whole schema is over the focus
     /// budget (the kept tables go in the trace), else whole.
@@ -407,10 +420,10 @@ impl Engine {
 /// Least trigram similarity of a linked value when focusing (stage 1's).
 const FOCUS_LINK_SIMILARITY: f64 = 0.6;
 
-/// What greedy and sc ask for.
 /// The confidence of an answer found by execution feedback.
 const CORRECTED_CONFIDENCE: f64 = 0.5;
 
+/// What greedy and sc ask for.
 const DIRECT_INSTRUCTION: &str = "Write one SQLite query that answers the question.";
 
 /// The prompt of greedy and sc, and of the search's direct query: the
