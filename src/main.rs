@@ -337,8 +337,9 @@ struct MethodArgs {
 /// Settings and ablations of --method iesr.
 #[derive(clap::Args)]
 struct TreeSearchArgs {
-    /// Which tree search: `guided` (direct samples at the root, rollouts
-    /// sent where they disagree) or `paper` (the published method).
+    /// Which tree search: `guided` (direct samples, four at a time, until
+    /// most agree on a result with a value) or `paper` (the published
+    /// method).
     #[arg(long, value_enum, default_value_t = DesignArg::Guided)]
     search: DesignArg,
     /// Guided search: the value of an action not yet taken [default: 0.3].

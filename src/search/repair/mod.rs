@@ -5,8 +5,11 @@
 //! is clearly right it is also made in place (`SchemaNames::fixes`), since
 //! small models often repeat their mistake: a misspelt name becomes the one
 //! real name clearly closest to it, and a column of a table the query did
-//! not join gets that table joined along a key (`join`).
+//! not join gets that table joined along a key (`join`), and a query that
+//! orders or filters by an aggregate without grouping is grouped
+//! (`grouping`).
 
+mod grouping;
 mod join;
 
 use super::reasoner::truncate_chars;
@@ -126,12 +129,13 @@ impl SchemaNames {
         )
     }
 
-    /// Fixed versions of `sql` for a name `error` complains of, the likeliest
+    /// Fixed versions of `sql` for the name or grouping `error` complains of, the likeliest
     /// first: a misspelt table or column replaced by the one real name
     /// clearly closest to it (a column of the query's own tables first), a
     /// one-table query pointed at the one other table that has the column,
     /// the table holding the column joined along a foreign key, an
-    /// ambiguous column qualified. Empty when there is no such fix.
+    /// ambiguous column qualified, a query that orders or filters by an
+    /// aggregate without grouping grouped. Empty when there is no such fix.
     pub fn fixes(&self, error: &str, sql: &str) -> Vec<String> {
         if let Some(name) = after(error, "no such column:") {
             self.column_fixes(name, sql)
@@ -143,6 +147,8 @@ impl SchemaNames {
                 .collect()
         } else if let Some(name) = after(error, "ambiguous column name:") {
             self.qualify_ambiguous(name, sql).into_iter().collect()
+        } else if error.contains("misuse of aggregate") {
+            grouping::group_aggregates(sql).into_iter().collect()
         } else {
             Vec::new()
         }
