@@ -208,11 +208,7 @@ impl SchemaVocabulary {
                 // refused and it runs on for as long as the model lets it.
                 Slot::Free if growing => {
                     let known = self.scope_known(&scopes, with_query);
-                    let mut columns: Box<dyn Iterator<Item = &String>> = if known {
-                        Box::new(self.columns_in_scope(&scopes))
-                    } else {
-                        Box::new(self.columns.iter())
-                    };
+                    let starts = |c: &String| c.starts_with(&lower);
                     (!known && lower.chars().count() <= LATER_ALIAS_CHARS)
                         || KEYWORDS
                             .iter()
@@ -221,7 +217,11 @@ impl SchemaVocabulary {
                         || self.tables.keys().any(|t| t.starts_with(&lower))
                         || defined.iter().any(|d| d.starts_with(&lower))
                         || bound.iter().any(|(n, _)| n.starts_with(&lower))
-                        || columns.any(|c| c.starts_with(&lower))
+                        || if known {
+                            self.columns_in_scope(&scopes).any(starts)
+                        } else {
+                            self.columns.iter().any(starts)
+                        }
                 }
                 Slot::Table if with_query => true,
                 Slot::Table if growing => self.table_prefix(&lower),

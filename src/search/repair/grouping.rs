@@ -60,6 +60,8 @@ impl VisitorMut for Grouper {
             .unwrap_or_default()
             .into_iter()
             .partition(|c| !aggregates(c));
+        // The output's plain expressions; None when it has a `*`, which
+        // names no expression to group by.
         let keys: Option<Vec<Expr>> = select
             .projection
             .iter()
