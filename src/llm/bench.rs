@@ -5,7 +5,7 @@
 //! query prompt, sampling with and without a decoding constraint.
 
 use super::constraint::Constraint;
-use super::{LanguageModel, Prompt, Sampling};
+use super::{Generation, LanguageModel, Prompt, Sampling};
 use crate::error::Result;
 use serde::Serialize;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -118,11 +118,7 @@ pub fn measure(
         let generation = model.generate(&Prompt::Raw(text.to_string()), sampling)?;
         Ok::<_, crate::error::Error>((generation, started.elapsed().as_secs_f64()))
     };
-    let first_token = Sampling {
-        max_tokens: 1,
-        to_limit: true,
-        ..Sampling::default()
-    };
+    let first_token = first_token_only();
     // Warm-up: thread pools, allocator, first-call set-up.
     timed("Warm up.", &first_token)?;
 
@@ -151,13 +147,7 @@ pub fn measure(
             ..Sampling::default()
         };
         let (generation, seconds) = timed(&prompt, &sampling)?;
-        // Each row's first token comes from the prompt's logits; the rest
-        // took one forward step each.
-        let stepped = generation
-            .usage
-            .generated_tokens
-            .saturating_sub(generation.completions.len());
-        let rate = stepped as f64 / (seconds - start_seconds).max(1e-9);
+        let rate = stepped_tokens(&generation) as f64 / (seconds - start_seconds).max(1e-9);
         let base = *batch1.get_or_insert(rate);
         batches.push(BatchFigure {
             batch,
@@ -206,11 +196,7 @@ pub fn measure_constraint(
     config: &BenchConfig,
     repeats: usize,
 ) -> Result<Vec<ConstraintFigure>> {
-    let first_token = Sampling {
-        max_tokens: 1,
-        to_limit: true,
-        ..Sampling::default()
-    };
+    let first_token = first_token_only();
     model.generate(prompt, &first_token)?;
     let started = Instant::now();
     model.generate(prompt, &first_token)?;
@@ -233,8 +219,7 @@ pub fn measure_constraint(
                 let started = Instant::now();
                 let generation = model.generate(prompt, &sampling)?;
                 let seconds = started.elapsed().as_secs_f64() - start_seconds;
-                let generated = generation.usage.generated_tokens;
-                total.0 += generated.saturating_sub(generation.completions.len());
+                total.0 += stepped_tokens(&generation);
                 total.1 += seconds.max(1e-9);
             }
         }
@@ -253,6 +238,24 @@ pub fn measure_constraint(
     Ok(figures)
 }
 
+/// One token and no more: what a call pays before its first decoding step.
+fn first_token_only() -> Sampling {
+    Sampling {
+        max_tokens: 1,
+        to_limit: true,
+        ..Sampling::default()
+    }
+}
+
+/// The tokens of `generation` that took a decoding step: each row's first
+/// token comes from the prompt's logits, the rest took one step each.
+fn stepped_tokens(generation: &Generation) -> usize {
+    generation
+        .usage
+        .generated_tokens
+        .saturating_sub(generation.completions.len())
+}
+
 /// The process's peak resident memory (Linux `VmHWM`), in MB.
 pub fn peak_rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
@@ -265,4 +268,74 @@ pub fn peak_rss_mb() -> f64 {
                 .and_then(|kb| kb.parse::<f64>().ok())
         })
         .map_or(0.0, |kb| kb / 1024.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::constraint::{TextChecker, TextConstraint};
+    use crate::llm::scripted::ScriptedModel;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    struct AnyText;
+    impl TextConstraint for AnyText {
+        fn checker(&self) -> Box<dyn TextChecker> {
+            Box::new(AnyTextChecker)
+        }
+    }
+    struct AnyTextChecker;
+    impl TextChecker for AnyTextChecker {
+        fn allows(&self, _: &str) -> bool {
+            true
+        }
+        fn push(&mut self, _: &str) {}
+    }
+
+    /// Counts the calls that decode under a constraint.
+    struct Counting {
+        inner: ScriptedModel,
+        constrained: AtomicUsize,
+    }
+    impl LanguageModel for Counting {
+        fn name(&self) -> &str {
+            "counting"
+        }
+        fn generate(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation> {
+            if sampling.constraint.is_some() {
+                self.constrained.fetch_add(1, Ordering::Relaxed);
+            }
+            self.inner.generate(prompt, sampling)
+        }
+    }
+
+    #[test]
+    fn the_constraint_is_measured_against_the_same_calls_without_it() {
+        let model = Counting {
+            inner: ScriptedModel::responding(|_, _| "SELECT a FROM t".into()),
+            constrained: AtomicUsize::new(0),
+        };
+        let config = BenchConfig {
+            prompt_tokens: 10,
+            gen_tokens: 16,
+            batches: vec![1, 4],
+        };
+        let constraint = Constraint(Arc::new(AnyText));
+        let prompt = Prompt::Raw("q".into());
+        let figures = measure_constraint(&model, &prompt, &constraint, &config, 2).unwrap();
+        let batches: Vec<usize> = figures.iter().map(|f| f.batch).collect();
+        assert_eq!(batches, [1, 4]);
+        // Two repeats of each batch size under the constraint, two without.
+        assert_eq!(model.constrained.load(Ordering::Relaxed), 4);
+        // Four tokens a row, three of them decoded: 2 repeats x rows x 3.
+        assert_eq!(
+            (figures[0].free_tokens, figures[0].constrained_tokens),
+            (6, 6)
+        );
+        assert_eq!(
+            (figures[1].free_tokens, figures[1].constrained_tokens),
+            (24, 24)
+        );
+        assert!(figures.iter().all(|f| f.ratio > 0.0 && f.ratio.is_finite()));
+    }
 }
