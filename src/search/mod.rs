@@ -14,7 +14,9 @@ pub mod tree;
 mod variant;
 
 use crate::action::ActionSet;
-use crate::db::{render_schema, ExecConfig, Executor, IntrospectOptions, QueryResult, Schema};
+use crate::db::{
+    render_schema, ExecConfig, Executor, IntrospectOptions, QueryOutcome, QueryResult, Schema,
+};
 use crate::error::{QueryError, Result};
 use crate::llm::constraint::Constraint;
 use crate::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
@@ -283,7 +285,9 @@ impl Engine {
         let groups = result_groups(&outcomes);
         let mut chosen = choose_by_execution(&outcomes, &groups);
         let context = (question, hint, schema_text.as_str());
-        if let Some(winner) = self.reviewed_winner(context, &sqls, &groups, n, &mut trace)? {
+        if let Some(winner) =
+            self.reviewed_winner(context, (&sqls, &outcomes), &groups, n, &mut trace)?
+        {
             chosen.winner = Some(winner);
         }
         for (i, (sql, outcome)) in sqls.iter().zip(&outcomes).enumerate() {
@@ -340,7 +344,7 @@ impl Engine {
     fn reviewed_winner(
         &self,
         (question, hint, schema): (&str, Option<&str>, &str),
-        sqls: &[String],
+        (sqls, outcomes): (&[String], &[QueryOutcome]),
         groups: &[Vec<usize>],
         samples: usize,
         trace: &mut Trace,
@@ -360,14 +364,18 @@ impl Engine {
         let Some((review, log_probs)) = review::review_by_result(self.judge(), asked, ran)? else {
             return Ok(None);
         };
-        let shares: Vec<f64> = groups
+        let evidence: Vec<review::GroupEvidence> = groups
             .iter()
-            .map(|g| g.len() as f64 / samples as f64)
+            .enumerate()
+            .map(|(g, members)| review::GroupEvidence {
+                share: members.len() as f64 / samples as f64,
+                log_prob: log_probs[&g],
+                has_value: feedback::has_value(&outcomes[members[0]]),
+            })
             .collect();
-        let log_probs: Vec<f64> = (0..groups.len()).map(|g| log_probs[&g]).collect();
         trace.cost.add(&review.usage);
         trace.review = review.records;
-        Ok(review::best_group(&shares, &log_probs).map(|g| groups[g][0]))
+        Ok(review::best_group(&evidence).map(|g| groups[g][0]))
     }
 
     /// The prompt greedy and sc send for `question`, and the name
@@ -456,9 +464,10 @@ struct Choice {
 }
 
 /// Each candidate's votes are the size of its group of equal results
-/// (`result_groups`); the largest group wins, ties going to a non-empty result and then to the earliest
-/// candidate. With no executable candidate, the first one is kept (so its
-/// error can be shown).
+/// (`result_groups`); the group with the most votes wins, a result without
+/// a value counting its votes at [`review::NO_VALUE_WEIGHT`], ties going to
+/// the earliest candidate. With no executable candidate, the first one is
+/// kept (so its error can be shown).
 fn choose_by_execution(
     outcomes: &[Result<Arc<QueryResult>, QueryError>],
     groups: &[Vec<usize>],
@@ -471,10 +480,14 @@ fn choose_by_execution(
     }
     let winner = (0..outcomes.len())
         .filter(|&i| outcomes[i].is_ok())
-        .max_by_key(|&i| {
-            let non_empty = outcomes[i].as_ref().is_ok_and(|r| r.total_rows > 0);
-            (votes[i], non_empty, std::cmp::Reverse(i))
+        .map(|i| {
+            let prior = review::result_prior(feedback::has_value(&outcomes[i]));
+            (i, (votes[i] as f64).ln() + prior)
         })
+        // The first of equal scores wins: `max_by` keeps the last.
+        .rev()
+        .max_by(|(_, a), (_, b)| a.total_cmp(b))
+        .map(|(i, _)| i)
         .or((!outcomes.is_empty()).then_some(0));
     Choice { votes, winner }
 }
@@ -701,7 +714,7 @@ SELECT nosuch FROM singer
     }
 
     #[test]
-    fn ties_prefer_non_empty_results_then_the_earliest() {
+    fn a_result_with_a_value_outweighs_as_many_votes_without() {
         let replies = vec![
             "```sql\nSELECT name FROM singer WHERE age > 1000\n```",
             "```sql\nSELECT name FROM singer WHERE age > 40\n```",

@@ -6,7 +6,8 @@
 //! its trajectory opened with) has proved reliable in the search, its mean
 //! reward, so a route whose queries agree with nothing adds nothing. By
 //! default the guided design chooses among disagreeing results with the
-//! reviewer instead (`review`): ln(vote) + ln p(question | query).
+//! reviewer instead (`review`): ln(vote) + ln p(question | query) + the
+//! result's prior (a result without a value weighs a tenth).
 
 pub mod review;
 
@@ -177,13 +178,16 @@ pub fn select(
         let vote = keys[i].map_or(0.0, |k| groups[&k] / total_weight);
         if let Some((_, log_probs)) = &reviewed {
             let review = keys[i].map(|k| log_probs[&k]);
+            let has_value = matches!(&sources[i].execution, Some(Ok(r)) if r.digest.has_non_null());
             candidates.push(ScoredCandidate {
                 node,
                 sql: sources[i].sql().unwrap_or_default().to_string(),
                 exec,
                 disc: None,
                 vote,
-                score: review.map_or(f64::NEG_INFINITY, |lp| vote.ln() + lp),
+                score: review.map_or(f64::NEG_INFINITY, |lp| {
+                    vote.ln() + lp + review::result_prior(has_value)
+                }),
                 cut_after: None,
                 disc_sql: None,
                 review,
