@@ -1,6 +1,8 @@
-//! A column the query's tables lack, held by a table one foreign key away:
-//! small models often write a column of the table they meant to join
-//! without writing the join. The join is added along that key.
+//! A column the query's tables lack, held by a table one foreign key away
+//! (or two, through a table the query does not read): small models often
+//! write a column of the table they meant to join without writing the
+//! join, or with an alias they never bind. The join is added along those
+//! keys.
 
 use super::super::sql_text::{
     add_join, name_in_query, qualify_bare, replace_qualified, table_aliases,
@@ -122,11 +124,51 @@ fn implied_keys(schema: &Schema) -> Vec<KeyLink> {
     links
 }
 
+/// How a table the query lacks is reached from one it binds: along one
+/// key, or two through a table the query does not bind either.
+#[derive(Debug, Clone, Copy)]
+struct Route<'a> {
+    holder: &'a str,
+    /// The key from a bound table (`near`) to the next table on the way.
+    first: &'a KeyLink,
+    /// The key from the table between to the holder, on a two-key route.
+    second: Option<(&'a str, &'a KeyLink)>,
+}
+
+impl Route<'_> {
+    /// The bound table the route starts from.
+    fn near(&self) -> &str {
+        let next = self.second.map_or(self.holder, |(middle, _)| middle);
+        far_end(self.first, next)
+    }
+}
+
+/// The table at the other end of `key` from `table`.
+fn far_end<'k>(key: &'k KeyLink, table: &str) -> &'k str {
+    if key.table.eq_ignore_ascii_case(table) {
+        &key.other
+    } else {
+        &key.table
+    }
+}
+
+/// `key`'s column on `table`'s side, and on the other side.
+fn key_columns<'k>(key: &'k KeyLink, table: &str) -> (&'k str, &'k str) {
+    if key.table.eq_ignore_ascii_case(table) {
+        (&key.column, &key.other_column)
+    } else {
+        (&key.other_column, &key.column)
+    }
+}
+
 impl SchemaNames {
     /// `sql` with the table that holds the missing `qualifier.column` (or
-    /// bare `column`) joined along the one key that links it to one of the
-    /// query's tables, and the reference pointed at it. None unless exactly
-    /// one such table and key exist.
+    /// bare `column`) joined to one of the query's tables along the one
+    /// route of keys that links them (one key, else two through a table
+    /// the query does not read), and the reference pointed at it. A
+    /// qualifier that is neither bound nor a table's name (`T4.x` in a
+    /// query binding T1 to T3) becomes the joined table's alias. None
+    /// unless exactly one such table and route exist.
     pub(super) fn join_missing(
         &self,
         sql: &str,
@@ -135,83 +177,133 @@ impl SchemaNames {
     ) -> Option<String> {
         let bound = table_aliases(sql);
         let is_bound = |table: &str| bound.iter().any(|(_, t)| t.eq_ignore_ascii_case(table));
+        let is_table = |name: &str| {
+            self.tables
+                .iter()
+                .any(|(t, _)| t.eq_ignore_ascii_case(name))
+        };
         let has_column = |table: &str| {
             self.tables.iter().any(|(t, cols)| {
                 t.eq_ignore_ascii_case(table) && cols.iter().any(|c| c.eq_ignore_ascii_case(column))
             })
         };
-        // A qualifier that names an unjoined table says which table is meant.
-        let unjoined_qualifier =
+        let unbound_qualifier =
             qualifier.filter(|q| !bound.iter().any(|(n, _)| n.eq_ignore_ascii_case(q)));
+        // A qualifier that names an unjoined table says which table is meant.
+        let names_table = unbound_qualifier.filter(|q| is_table(q));
+        let new_alias = unbound_qualifier.filter(|q| !is_table(q));
         let holders: Vec<&str> = self
             .tables
             .iter()
             .map(|(t, _)| t.as_str())
             .filter(|t| !is_bound(t) && has_column(t))
-            .filter(|t| unjoined_qualifier.is_none_or(|q| q.eq_ignore_ascii_case(t)))
+            .filter(|t| names_table.is_none_or(|q| q.eq_ignore_ascii_case(t)))
             .collect();
-        // Every (holder, key) pair reaching a table of the query; a
-        // qualifier bound to one of them (`T1.x` for T1's table) says which
-        // side the column was meant to come from.
-        let mut reachable: Vec<(&str, &KeyLink)> = holders
-            .iter()
-            .flat_map(|&h| self.keys_between(h, &is_bound).map(move |k| (h, k)))
-            .collect();
+        let mut routes = self.routes(&holders, &is_bound);
+        // A qualifier bound to one of the query's tables (`T1.x` for T1's
+        // table) says which side the column was meant to come from.
         let qualified_table = qualifier
             .and_then(|q| bound.iter().find(|(n, _)| n.eq_ignore_ascii_case(q)))
             .map(|(_, t)| t.as_str());
         if let Some(table) = qualified_table {
-            let touches = |(h, k): &(&str, &KeyLink)| {
-                let far = if k.table.eq_ignore_ascii_case(h) {
-                    &k.other
-                } else {
-                    &k.table
-                };
-                far.eq_ignore_ascii_case(table)
-            };
-            if reachable.iter().any(touches) {
-                reachable.retain(touches);
+            let starts_there = |r: &Route<'_>| r.near().eq_ignore_ascii_case(table);
+            if routes.iter().any(starts_there) {
+                routes.retain(starts_there);
             }
         }
-        let [(holder, key)] = reachable.as_slice() else {
+        let [route] = routes.as_slice() else {
             return None;
-        };
-        let (near_table, near_column, far_column) = if key.table.eq_ignore_ascii_case(holder) {
-            (&key.other, &key.other_column, &key.column)
-        } else {
-            (&key.table, &key.column, &key.other_column)
         };
         // The query's name for the table joined to: the qualifier written,
         // when it is that table's; else the table's one alias or own name.
         let near = match qualified_table {
-            Some(table) if table.eq_ignore_ascii_case(near_table) => qualifier?,
-            _ => name_in_query(&bound, near_table)?,
+            Some(table) if table.eq_ignore_ascii_case(route.near()) => qualifier?,
+            _ => name_in_query(&bound, route.near())?,
         };
-        let holder_q = quote_identifier(holder);
-        let join = format!(
-            "JOIN {holder_q} ON {near}.{} = {holder_q}.{}",
-            quote_identifier(near_column),
-            quote_identifier(far_column)
-        );
+        let holder_q = quote_identifier(route.holder);
+        let holder_name = new_alias.map_or(holder_q.clone(), str::to_string);
+        let holder_binding = match new_alias {
+            Some(alias) => format!("{holder_q} AS {alias}"),
+            None => holder_q.clone(),
+        };
+        let join = match route.second {
+            None => {
+                let (near_column, holder_column) = key_columns(route.first, route.near());
+                format!(
+                    "JOIN {holder_binding} ON {near}.{} = {holder_name}.{}",
+                    quote_identifier(near_column),
+                    quote_identifier(holder_column)
+                )
+            }
+            Some((middle, second)) => {
+                let middle_q = quote_identifier(middle);
+                let (near_column, middle_in) = key_columns(route.first, route.near());
+                let (middle_out, holder_column) = key_columns(second, middle);
+                format!(
+                    "JOIN {middle_q} ON {near}.{} = {middle_q}.{} JOIN {holder_binding} ON {middle_q}.{} = {holder_name}.{}",
+                    quote_identifier(near_column),
+                    quote_identifier(middle_in),
+                    quote_identifier(middle_out),
+                    quote_identifier(holder_column)
+                )
+            }
+        };
         let joined = add_join(sql, near, &join)?;
-        match (qualifier, unjoined_qualifier) {
-            // Already written `holder.column`: the join makes it valid.
+        match (qualifier, unbound_qualifier) {
+            // Already written `holder.column` or `alias.column`: the join
+            // makes it valid.
             (Some(_), Some(_)) => Some(joined),
             (Some(q), None) => replace_qualified(&joined, (q, column), (&holder_q, column)),
             (None, _) => qualify_bare(&joined, column, &holder_q),
         }
     }
 
-    /// The keys linking `holder` to a table `is_bound` accepts.
-    fn keys_between<'a>(
+    /// The routes from each holder to a table `is_bound` accepts: the
+    /// one-key routes, or when there are none, the two-key routes through
+    /// a table it does not accept.
+    fn routes<'a>(
         &'a self,
-        holder: &'a str,
-        is_bound: &'a impl Fn(&str) -> bool,
-    ) -> impl Iterator<Item = &'a KeyLink> + 'a {
-        self.keys.iter().filter(move |k| {
-            (k.table.eq_ignore_ascii_case(holder) && is_bound(&k.other))
-                || (k.other.eq_ignore_ascii_case(holder) && is_bound(&k.table))
-        })
+        holders: &[&'a str],
+        is_bound: &impl Fn(&str) -> bool,
+    ) -> Vec<Route<'a>> {
+        let touching = |table: &'a str| {
+            self.keys.iter().filter(move |k| {
+                k.table.eq_ignore_ascii_case(table) || k.other.eq_ignore_ascii_case(table)
+            })
+        };
+        let direct: Vec<Route<'a>> = holders
+            .iter()
+            .flat_map(|&holder| touching(holder).map(move |k| (holder, k)))
+            .filter(|(holder, k)| is_bound(far_end(k, holder)))
+            .map(|(holder, first)| Route {
+                holder,
+                first,
+                second: None,
+            })
+            .collect();
+        if !direct.is_empty() {
+            return direct;
+        }
+        let mut two = Vec::new();
+        for &holder in holders {
+            for second in touching(holder) {
+                let middle = far_end(second, holder);
+                if is_bound(middle) || middle.eq_ignore_ascii_case(holder) {
+                    continue;
+                }
+                for first in touching(middle) {
+                    let near = far_end(first, middle);
+                    if is_bound(near) && !std::ptr::eq(first, second) {
+                        two.push(Route {
+                            holder,
+                            first,
+                            second: Some((middle, second)),
+                        });
+                    }
+                }
+            }
+        }
+        two
     }
 }
 
@@ -348,6 +440,35 @@ mod tests {
             "SELECT Course FROM course WHERE Course_ID IN (SELECT Course_ID FROM course_arrange JOIN teacher ON course_arrange.Teacher_ID = teacher.Teacher_ID WHERE teacher.Name = 'Joe')"
         );
         assert_eq!(result.rows.len(), 1);
+    }
+
+    #[test]
+    fn a_table_two_keys_away_is_joined_through_the_table_between() {
+        let (_dir, executor, names) = school();
+        // course reaches teacher only through course_arrange.
+        let sql = "SELECT Name FROM course WHERE Course = 'Math'";
+        let (fixed, result) = names
+            .fix_until_it_runs(&executor, sql, "no such column: Name")
+            .unwrap();
+        assert_eq!(
+            fixed,
+            "SELECT teacher.Name FROM course JOIN course_arrange ON course.Course_ID = course_arrange.Course_ID JOIN teacher ON course_arrange.Teacher_ID = teacher.Teacher_ID WHERE Course = 'Math'"
+        );
+        assert_eq!(result.rows.len(), 1);
+    }
+
+    #[test]
+    fn an_alias_used_but_never_bound_names_the_joined_table() {
+        let (_dir, executor, names) = school();
+        let sql = "SELECT T2.Name, C.Course FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID";
+        let (fixed, result) = names
+            .fix_until_it_runs(&executor, sql, "no such column: C.Course")
+            .unwrap();
+        assert_eq!(
+            fixed,
+            "SELECT T2.Name, C.Course FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID JOIN course AS C ON T1.Course_ID = C.Course_ID"
+        );
+        assert_eq!(result.rows.len(), 2);
     }
 
     #[test]

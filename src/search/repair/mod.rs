@@ -4,9 +4,9 @@
 //! come back) instead of guessing again from the error alone. Where one fix
 //! is clearly right it is also made in place (`SchemaNames::fixes`), since
 //! small models often repeat their mistake: a misspelt name becomes the one
-//! real name clearly closest to it, and a column of a table the query did
-//! not join gets that table joined along a key (`join`), and a query that
-//! orders or filters by an aggregate without grouping is grouped
+//! real name clearly closest to it, a column of a table the query did not
+//! join gets that table joined along one key or two (`join`), and a query
+//! that orders or filters by an aggregate without grouping is grouped
 //! (`grouping`).
 
 mod grouping;
