@@ -215,16 +215,20 @@ pub fn quote_identifier(name: &str) -> String {
     }
 }
 
-fn is_reserved(name: &str) -> bool {
-    // The SQLite keywords that cannot name a column unquoted (each tried as
-    // `SELECT DISTINCT kw FROM kw WHERE kw IS NOT NULL`), and a few more
-    // that read ambiguously in a query.
+/// Whether `name` must be quoted to name a table or column: the SQLite
+/// keywords that cannot name a column unquoted (each tried as `SELECT
+/// DISTINCT kw FROM kw WHERE kw IS NOT NULL`), and a few more that read
+/// ambiguously in a query (`asc`, `desc`, `end`, `column`, `with`). Imported
+/// tables rename such columns instead. (The name constraint keeps every
+/// keyword, for another purpose: what a word being written may become.)
+pub fn is_reserved(name: &str) -> bool {
     const RESERVED: &[&str] = &[
         "add",
         "all",
         "alter",
         "and",
         "as",
+        "asc",
         "autoincrement",
         "between",
         "by",
@@ -232,15 +236,18 @@ fn is_reserved(name: &str) -> bool {
         "cast",
         "check",
         "collate",
+        "column",
         "commit",
         "constraint",
         "create",
         "default",
         "deferrable",
         "delete",
+        "desc",
         "distinct",
         "drop",
         "else",
+        "end",
         "escape",
         "except",
         "exists",
@@ -283,6 +290,7 @@ fn is_reserved(name: &str) -> bool {
         "values",
         "when",
         "where",
+        "with",
     ];
     RESERVED.iter().any(|r| r.eq_ignore_ascii_case(name))
 }

@@ -22,7 +22,7 @@ use store::StoredTable;
 
 /// Bumped whenever the tables written for the same files would differ, so
 /// that older cached databases are not reused.
-const FORMAT: &str = "iesr-tables-2";
+const FORMAT: &str = "iesr-tables-3";
 
 /// The cached SQLite database holding one table per file, built on first
 /// use.

@@ -6,6 +6,7 @@ use super::cells::{column_kind, parse_date, parse_number, ColumnKind};
 use super::names::NameSet;
 use super::read::RawTable;
 use super::sqlite_file::{self, Overwrite};
+use crate::db::schema::is_reserved;
 use crate::error::Result;
 use rusqlite::types::Value;
 use std::path::Path;
@@ -135,60 +136,6 @@ impl StoredTable {
     }
 }
 
-/// SQL keywords a model would write bare and SQLite would reject as names.
-const RESERVED: &[&str] = &[
-    "all",
-    "and",
-    "as",
-    "asc",
-    "between",
-    "by",
-    "case",
-    "check",
-    "column",
-    "create",
-    "default",
-    "delete",
-    "desc",
-    "distinct",
-    "drop",
-    "else",
-    "end",
-    "except",
-    "exists",
-    "from",
-    "group",
-    "having",
-    "in",
-    "index",
-    "insert",
-    "intersect",
-    "into",
-    "is",
-    "join",
-    "key",
-    "limit",
-    "not",
-    "null",
-    "on",
-    "or",
-    "order",
-    "primary",
-    "references",
-    "select",
-    "set",
-    "table",
-    "then",
-    "to",
-    "union",
-    "unique",
-    "update",
-    "values",
-    "when",
-    "where",
-    "with",
-];
-
 /// `text` as a lower-case SQL name that needs no quotes: runs of other
 /// characters become one `_`; a name that would start with a digit gets
 /// `prefix_` before it, and a keyword `_` after it.
@@ -212,7 +159,7 @@ pub fn identifier(text: &str, prefix: &str) -> String {
     if name.starts_with(|c: char| c.is_ascii_digit()) {
         name = format!("{prefix}_{name}");
     }
-    if RESERVED.contains(&name.as_str()) {
+    if is_reserved(&name) {
         name.push('_');
     }
     name
