@@ -318,6 +318,11 @@ struct MethodArgs {
     /// sampling refuses them, on the in-process backends).
     #[arg(long)]
     no_name_constraint: bool,
+    /// Let replies to the prompts that ask only for a query open with
+    /// prose (by default sampling makes them open with the query, on the
+    /// in-process backends).
+    #[arg(long)]
+    no_query_first: bool,
     /// Above this many characters of schema, the one-call prompts (greedy,
     /// sc, the search's direct samples) show only the tables the question
     /// needs most, within this many.
@@ -434,6 +439,7 @@ impl MethodArgs {
             seed: self.seed,
             max_tokens: self.max_tokens,
             name_constraint: !self.no_name_constraint,
+            query_first: !self.no_query_first,
             focus_chars: (!self.no_focus).then_some(self.focus_chars),
             feedback_rounds: self.feedback_rounds,
             iesr: self.search.config(gpu_class)?,

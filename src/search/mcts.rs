@@ -521,6 +521,7 @@ pub(crate) mod tests {
             understanding: String::new(),
             names: Default::default(),
             constraint: None,
+            direct_constraint: None,
         }
     }
 

@@ -7,6 +7,7 @@ mod feedback;
 mod iesr;
 pub mod mcts;
 pub mod name_constraint;
+mod query_first;
 pub mod reasoner;
 pub mod repair;
 mod sql_text;
@@ -95,6 +96,9 @@ pub struct SearchConfig {
     /// Sample queries that name only the schema's tables and columns
     /// (in-process backends).
     pub name_constraint: bool,
+    /// Sample the replies of prompts that ask only for a query so that they
+    /// open with it (in-process backends; `query_first`).
+    pub query_first: bool,
     /// Above this many characters (the schema at its richest detail),
     /// one-call prompts show only the tables the question needs most,
     /// within this many; None shows every table.
@@ -114,6 +118,7 @@ impl Default for SearchConfig {
             max_tokens: 384,
             schema_chars: 12_000,
             name_constraint: true,
+            query_first: true,
             focus_chars: Some(DEFAULT_FOCUS_CHARS),
             feedback_rounds: DEFAULT_FEEDBACK_ROUNDS,
             exec: ExecConfig::default(),
@@ -154,6 +159,9 @@ pub struct Engine {
     names: Arc<repair::SchemaNames>,
     /// The sampling constraint on names, when switched on.
     constraint: Option<Constraint>,
+    /// The constraint of the prompts that ask only for a query: the names'
+    /// and, when switched on, that the reply opens with the query.
+    direct_constraint: Option<Constraint>,
     config: SearchConfig,
     /// Stage 1's embedded columns, made on first use; the error says why
     /// they could not be.
@@ -172,8 +180,14 @@ impl Engine {
         let constraint = config
             .name_constraint
             .then(|| name_constraint::NameConstraint::for_schema(&schema));
+        let direct_constraint = if config.query_first {
+            Some(query_first::QueryFirst::around(constraint.clone()))
+        } else {
+            constraint.clone()
+        };
         Ok(Engine {
             constraint,
+            direct_constraint,
             model,
             discriminator: None,
             executor,
@@ -256,7 +270,7 @@ impl Engine {
             max_tokens: self.config.max_tokens,
             seed: self.config.seed,
             n,
-            constraint: self.constraint.clone(),
+            constraint: self.direct_constraint.clone(),
             ..Sampling::default()
         };
         let generation = self
@@ -388,7 +402,7 @@ impl Engine {
     ) -> (Prompt, Option<Constraint>) {
         let schema_text = self.question_schema(question, hint, &mut Trace::default());
         let messages = direct_prompt(&schema_text, hint, question, DIRECT_INSTRUCTION);
-        (Prompt::Chat(messages), self.constraint.clone())
+        (Prompt::Chat(messages), self.direct_constraint.clone())
     }
 
     /// The schema as the one-call prompts for `question` show it: focused

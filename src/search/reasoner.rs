@@ -29,6 +29,8 @@ pub struct QuestionContext {
     pub names: Arc<SchemaNames>,
     /// The sampling constraint on names, if any.
     pub constraint: Option<Constraint>,
+    /// The constraint of direct-frame steps, which write only a query.
+    pub direct_constraint: Option<Constraint>,
 }
 
 /// One applied action.
@@ -291,7 +293,10 @@ impl Reasoner<'_> {
             stop: spec.stop.clone(),
             seed,
             n,
-            constraint: self.context.constraint.clone(),
+            constraint: match self.actions.get(action_index).frame {
+                Frame::Direct => self.context.direct_constraint.clone(),
+                _ => self.context.constraint.clone(),
+            },
             ..Sampling::default()
         }
     }
@@ -376,6 +381,7 @@ mod tests {
                     understanding: String::new(),
                     names: Arc::new(SchemaNames::of(&demo::schema())),
                     constraint: None,
+                    direct_constraint: None,
                 },
             }
         }

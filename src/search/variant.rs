@@ -60,6 +60,9 @@ impl SearchConfig {
         if chooses && !self.iesr.select.review {
             changes.insert(0, "no-review".to_string());
         }
+        if !self.query_first {
+            changes.insert(0, "no-query-first".to_string());
+        }
         if !self.name_constraint {
             changes.insert(0, "no-name-constraint".to_string());
         }
