@@ -16,7 +16,7 @@ use std::sync::Arc;
 pub const DEFAULT_FEEDBACK_ROUNDS: usize = 3;
 
 /// Whether an outcome answers: it ran and some row holds a value.
-pub(super) fn has_value(outcome: &QueryOutcome) -> bool {
+pub(crate) fn has_value(outcome: &QueryOutcome) -> bool {
     outcome.as_ref().is_ok_and(|r| r.digest.has_non_null())
 }
 

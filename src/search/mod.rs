@@ -30,6 +30,7 @@ use crate::understand::linking::ValueIndex;
 use crate::understand::rules::RuleBase;
 use crate::understand::UnderstandConfig;
 use extract::extract_sql;
+pub(crate) use feedback::has_value;
 pub use feedback::DEFAULT_FEEDBACK_ROUNDS;
 use mcts::{MctsConfig, RolloutProgress};
 use serde::Serialize;

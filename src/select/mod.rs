@@ -14,6 +14,7 @@ pub mod review;
 use crate::action::OutputKind;
 use crate::error::Result;
 use crate::llm::{LanguageModel, Sampling};
+use crate::search::has_value;
 use crate::search::mcts::{node_seed, Design, NodeState, Search};
 use crate::search::reasoner::{Reasoner, Step};
 use crate::search::tree::{NodeId, Tree};
@@ -178,7 +179,7 @@ pub fn select(
         let vote = keys[i].map_or(0.0, |k| groups[&k] / total_weight);
         if let Some((_, log_probs)) = &reviewed {
             let review = keys[i].map(|k| log_probs[&k]);
-            let has_value = matches!(&sources[i].execution, Some(Ok(r)) if r.digest.has_non_null());
+            let valued = sources[i].execution.as_ref().is_some_and(has_value);
             candidates.push(ScoredCandidate {
                 node,
                 sql: sources[i].sql().unwrap_or_default().to_string(),
@@ -186,7 +187,7 @@ pub fn select(
                 disc: None,
                 vote,
                 score: review.map_or(f64::NEG_INFINITY, |lp| {
-                    vote.ln() + lp + review::result_prior(has_value)
+                    vote.ln() + lp + review::result_prior(valued)
                 }),
                 cut_after: None,
                 disc_sql: None,
