@@ -2,6 +2,10 @@
 //! drawn token whose text the rule refuses is masked out and the token is
 //! drawn again from what is left (the same distribution as masking every
 //! refused token first, at the cost of checking only the tokens drawn).
+//! Where the allowed tokens lie so far down that redrawing does not reach
+//! them, they are looked for among the likeliest in order; where none of
+//! those is allowed either, the rule stands aside until it allows a drawn
+//! token again.
 //! In-process backends apply it; a remote server cannot.
 
 use std::sync::Arc;
@@ -37,6 +41,6 @@ impl std::fmt::Debug for Constraint {
     }
 }
 
-/// Draws at most this many tokens for one position before giving up on the
-/// rule there (the text then goes on unchecked by it at that token).
+/// Draws at most this many tokens for one position before looking for the
+/// tokens the rule allows in order of likelihood.
 pub const MAX_REDRAWS: usize = 32;

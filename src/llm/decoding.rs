@@ -70,7 +70,9 @@ impl TextCodec {
     }
 
     /// The next token of a row: drawn by its sampler, then, while its
-    /// constraint refuses the token, drawn again with that token masked.
+    /// constraint refuses the token, drawn again with that token masked;
+    /// when that keeps failing, drawn among the likeliest tokens the
+    /// constraint allows.
     fn draw(&self, state: &mut RowState, logits: &[f32]) -> u32 {
         let token = state.sampler.next_token(logits);
         let Some(checker) = &state.checker else {
@@ -79,6 +81,13 @@ impl TextCodec {
         let allowed =
             |token: u32| self.stop_tokens.contains(&token) || checker.allows(self.piece(token));
         if allowed(token) {
+            state.rule_stuck = false;
+            return token;
+        }
+        // The text already holds what the rule cannot accept (a word no
+        // name begins with) and nothing likely mends it: the rule stands
+        // aside until a drawn token is one it allows again.
+        if state.rule_stuck {
             return token;
         }
         let mut masked = logits.to_vec();
@@ -89,10 +98,25 @@ impl TextCodec {
             }
             token = state.sampler.next_token(&masked);
             if allowed(token) {
-                break;
+                return token;
             }
         }
-        token
+        // The sampler keeps reaching for refused tokens (an invented name
+        // whose real spellings lie far down the distribution): draw among
+        // the likeliest tokens the rule allows.
+        if let Some(logit) = masked.get_mut(token as usize) {
+            *logit = f32::NEG_INFINITY;
+        }
+        let kept = likeliest_allowed(&masked, allowed);
+        if kept.is_empty() {
+            state.rule_stuck = true;
+            return token;
+        }
+        let mut only = vec![f32::NEG_INFINITY; masked.len()];
+        for &t in &kept {
+            only[t as usize] = masked[t as usize];
+        }
+        state.sampler.next_token(&only)
     }
 
     pub fn name(&self) -> &str {
@@ -373,6 +397,32 @@ pub struct DraftCount {
     pub kept: usize,
 }
 
+/// Tokens looked at, in order of likelihood, for the ones a constraint
+/// allows once its redraws have failed (each look re-reads the text).
+const ALLOWED_SCAN: usize = 512;
+/// Allowed tokens enough to sample among.
+const ALLOWED_KEPT: usize = 16;
+
+/// Up to [`ALLOWED_KEPT`] tokens that `allowed` accepts among the
+/// [`ALLOWED_SCAN`] likeliest of `logits` (finite ones only), likeliest
+/// first; empty when it accepts none of them.
+fn likeliest_allowed(logits: &[f32], allowed: impl Fn(u32) -> bool) -> Vec<u32> {
+    let by_likelihood = |a: &u32, b: &u32| logits[*b as usize].total_cmp(&logits[*a as usize]);
+    let mut order: Vec<u32> = (0..logits.len() as u32)
+        .filter(|&t| logits[t as usize].is_finite())
+        .collect();
+    if ALLOWED_SCAN < order.len() {
+        order.select_nth_unstable_by(ALLOWED_SCAN, by_likelihood);
+        order.truncate(ALLOWED_SCAN);
+    }
+    order.sort_unstable_by(by_likelihood);
+    order
+        .into_iter()
+        .filter(|&t| allowed(t))
+        .take(ALLOWED_KEPT)
+        .collect()
+}
+
 /// One completion being decoded.
 pub struct RowState {
     sampler: Sampler,
@@ -384,6 +434,9 @@ pub struct RowState {
     finished: Option<FinishReason>,
     /// The sampling constraint's view of this row's text.
     checker: Option<Box<dyn TextChecker>>,
+    /// The constraint allowed none of the likeliest tokens at its last
+    /// refusal; tokens are taken as drawn until it allows one again.
+    rule_stuck: bool,
 }
 
 impl RowState {
@@ -397,6 +450,7 @@ impl RowState {
             to_limit: sampling.to_limit,
             finished: (max_tokens == 0).then_some(FinishReason::Length),
             checker: sampling.constraint.as_ref().map(|c| c.0.checker()),
+            rule_stuck: false,
         }
     }
 
@@ -426,7 +480,12 @@ mod tests {
     const VOCAB: usize = 10;
 
     fn codec() -> TextCodec {
-        let vocab = (0..VOCAB).map(|i| (format!("t{i}"), i as u32)).collect();
+        codec_of(VOCAB)
+    }
+
+    /// A codec whose token `i` is the word `t{i}`.
+    fn codec_of(size: usize) -> TextCodec {
+        let vocab = (0..size).map(|i| (format!("t{i}"), i as u32)).collect();
         let model = WordLevel::builder()
             .vocab(vocab)
             .unk_token("t0".into())
@@ -592,5 +651,98 @@ mod tests {
             };
             assert_ne!(first_token(&sampling), 3);
         }
+    }
+
+    /// Allows only the text of token 90.
+    struct OnlyNinety;
+
+    impl super::super::constraint::TextConstraint for OnlyNinety {
+        fn checker(&self) -> Box<dyn TextChecker> {
+            Box::new(OnlyNinety)
+        }
+    }
+
+    impl TextChecker for OnlyNinety {
+        fn allows(&self, piece: &str) -> bool {
+            piece == "t90"
+        }
+        fn push(&mut self, _: &str) {}
+    }
+
+    #[test]
+    fn the_allowed_token_is_found_where_redraws_would_never_reach_it() {
+        let codec = codec_of(100);
+        // Ninety-nine refused tokens about equally likely, the allowed one
+        // far below them: redrawing finds it with odds of about e^-25.
+        let logits: Vec<f32> = (0..100)
+            .map(|t| {
+                if t == 90 {
+                    -15.0
+                } else {
+                    10.0 - t as f32 * 0.01
+                }
+            })
+            .collect();
+        for (temperature, seed) in [(0.0, 0), (1.0, 1), (1.0, 2), (0.7, 3)] {
+            let sampling = Sampling {
+                max_tokens: 1,
+                temperature,
+                top_p: 1.0,
+                seed,
+                constraint: Some(super::super::constraint::Constraint(std::sync::Arc::new(
+                    OnlyNinety,
+                ))),
+                ..Sampling::default()
+            };
+            let mut rows = RowState::for_request(&sampling, 1);
+            codec
+                .decode_rows(&mut rows, vec![logits.clone()], |_, _| Ok(vec![]))
+                .unwrap();
+            assert_eq!(rows[0].tokens(), &[90], "temperature {temperature}");
+        }
+    }
+
+    /// Refuses everything and counts how often it is asked.
+    struct Nothing(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+    impl super::super::constraint::TextConstraint for Nothing {
+        fn checker(&self) -> Box<dyn TextChecker> {
+            Box::new(Nothing(std::sync::Arc::clone(&self.0)))
+        }
+    }
+
+    impl TextChecker for Nothing {
+        fn allows(&self, _: &str) -> bool {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            false
+        }
+        fn push(&mut self, _: &str) {}
+    }
+
+    #[test]
+    fn a_rule_that_allows_nothing_stands_aside_after_one_search() {
+        use std::sync::atomic::Ordering;
+        let codec = codec_of(100);
+        let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let sampling = Sampling {
+            max_tokens: 3,
+            temperature: 1.0,
+            top_p: 1.0,
+            constraint: Some(super::super::constraint::Constraint(std::sync::Arc::new(
+                Nothing(std::sync::Arc::clone(&asked)),
+            ))),
+            ..Sampling::default()
+        };
+        let logits = vec![0.0f32; 100];
+        let mut rows = RowState::for_request(&sampling, 3);
+        codec
+            .decode_rows(&mut rows, vec![logits.clone()], |_, _| {
+                Ok(vec![logits.clone()])
+            })
+            .unwrap();
+        assert_eq!(rows[0].tokens().len(), 3);
+        // The first position: the first draw, the redraws and every token
+        // left; each later one: its one draw.
+        assert_eq!(asked.load(Ordering::Relaxed), 100 + 2);
     }
 }
