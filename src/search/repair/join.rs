@@ -143,6 +143,17 @@ impl Route<'_> {
     }
 }
 
+/// `JOIN binding ON left.column = right.column`, the columns quoted.
+fn join_clause(binding: &str, left: (&str, &str), right: (&str, &str)) -> String {
+    format!(
+        "JOIN {binding} ON {}.{} = {}.{}",
+        left.0,
+        quote_identifier(left.1),
+        right.0,
+        quote_identifier(right.1)
+    )
+}
+
 /// The table at the other end of `key` from `table`.
 fn far_end<'k>(key: &'k KeyLink, table: &str) -> &'k str {
     if key.table.eq_ignore_ascii_case(table) {
@@ -229,23 +240,23 @@ impl SchemaNames {
         let join = match route.second {
             None => {
                 let (near_column, holder_column) = key_columns(route.first, route.near());
-                format!(
-                    "JOIN {holder_binding} ON {near}.{} = {holder_name}.{}",
-                    quote_identifier(near_column),
-                    quote_identifier(holder_column)
+                join_clause(
+                    &holder_binding,
+                    (near, near_column),
+                    (&holder_name, holder_column),
                 )
             }
             Some((middle, second)) => {
                 let middle_q = quote_identifier(middle);
                 let (near_column, middle_in) = key_columns(route.first, route.near());
                 let (middle_out, holder_column) = key_columns(second, middle);
-                format!(
-                    "JOIN {middle_q} ON {near}.{} = {middle_q}.{} JOIN {holder_binding} ON {middle_q}.{} = {holder_name}.{}",
-                    quote_identifier(near_column),
-                    quote_identifier(middle_in),
-                    quote_identifier(middle_out),
-                    quote_identifier(holder_column)
-                )
+                let to_middle = join_clause(&middle_q, (near, near_column), (&middle_q, middle_in));
+                let to_holder = join_clause(
+                    &holder_binding,
+                    (&middle_q, middle_out),
+                    (&holder_name, holder_column),
+                );
+                format!("{to_middle} {to_holder}")
             }
         };
         let joined = add_join(sql, near, &join)?;
