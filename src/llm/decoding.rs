@@ -475,6 +475,7 @@ impl RowState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::constraint::Constraint;
     use tokenizers::models::wordlevel::WordLevel;
 
     const VOCAB: usize = 10;
@@ -592,20 +593,27 @@ mod tests {
         }
     }
 
-    /// Refuses the text of token 3 ("t3"); remembers nothing.
-    struct NoThree;
+    /// A test rule: a token's text alone decides, whatever came before.
+    struct Rule(std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>);
 
-    impl super::super::constraint::TextConstraint for NoThree {
+    impl super::super::constraint::TextConstraint for Rule {
         fn checker(&self) -> Box<dyn TextChecker> {
-            Box::new(NoThree)
+            Box::new(Rule(std::sync::Arc::clone(&self.0)))
         }
     }
 
-    impl TextChecker for NoThree {
+    impl TextChecker for Rule {
         fn allows(&self, piece: &str) -> bool {
-            piece != "t3"
+            (self.0)(piece)
         }
         fn push(&mut self, _: &str) {}
+    }
+
+    /// The sampling setting for a rule on each token's text.
+    fn rule(allows: impl Fn(&str) -> bool + Send + Sync + 'static) -> Option<Constraint> {
+        Some(Constraint(std::sync::Arc::new(Rule(std::sync::Arc::new(
+            allows,
+        )))))
     }
 
     #[test]
@@ -624,9 +632,8 @@ mod tests {
             ..Sampling::default()
         };
         let constrained = Sampling {
-            constraint: Some(super::super::constraint::Constraint(std::sync::Arc::new(
-                NoThree,
-            ))),
+            // Refuses the text of token 3.
+            constraint: rule(|piece| piece != "t3"),
             ..free.clone()
         };
         let first_token = |sampling: &Sampling| {
@@ -653,22 +660,6 @@ mod tests {
         }
     }
 
-    /// Allows only the text of token 90.
-    struct OnlyNinety;
-
-    impl super::super::constraint::TextConstraint for OnlyNinety {
-        fn checker(&self) -> Box<dyn TextChecker> {
-            Box::new(OnlyNinety)
-        }
-    }
-
-    impl TextChecker for OnlyNinety {
-        fn allows(&self, piece: &str) -> bool {
-            piece == "t90"
-        }
-        fn push(&mut self, _: &str) {}
-    }
-
     #[test]
     fn the_allowed_token_is_found_where_redraws_would_never_reach_it() {
         let codec = codec_of(100);
@@ -689,9 +680,7 @@ mod tests {
                 temperature,
                 top_p: 1.0,
                 seed,
-                constraint: Some(super::super::constraint::Constraint(std::sync::Arc::new(
-                    OnlyNinety,
-                ))),
+                constraint: rule(|piece| piece == "t90"),
                 ..Sampling::default()
             };
             let mut rows = RowState::for_request(&sampling, 1);
@@ -702,35 +691,21 @@ mod tests {
         }
     }
 
-    /// Refuses everything and counts how often it is asked.
-    struct Nothing(std::sync::Arc<std::sync::atomic::AtomicUsize>);
-
-    impl super::super::constraint::TextConstraint for Nothing {
-        fn checker(&self) -> Box<dyn TextChecker> {
-            Box::new(Nothing(std::sync::Arc::clone(&self.0)))
-        }
-    }
-
-    impl TextChecker for Nothing {
-        fn allows(&self, _: &str) -> bool {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            false
-        }
-        fn push(&mut self, _: &str) {}
-    }
-
     #[test]
     fn a_rule_that_allows_nothing_stands_aside_after_one_search() {
         use std::sync::atomic::Ordering;
         let codec = codec_of(100);
         let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = std::sync::Arc::clone(&asked);
         let sampling = Sampling {
             max_tokens: 3,
             temperature: 1.0,
             top_p: 1.0,
-            constraint: Some(super::super::constraint::Constraint(std::sync::Arc::new(
-                Nothing(std::sync::Arc::clone(&asked)),
-            ))),
+            // Refuses everything and counts how often it is asked.
+            constraint: rule(move |_| {
+                counter.fetch_add(1, Ordering::Relaxed);
+                false
+            }),
             ..Sampling::default()
         };
         let logits = vec![0.0f32; 100];
