@@ -185,7 +185,11 @@ impl SchemaVocabulary {
                     scope.from_seen = true;
                     scope.in_from = true;
                 }
-                w if CLAUSE_ENDS.contains(&w) => scope.in_from = false,
+                "join" => scope.in_on = false,
+                w if CLAUSE_ENDS.contains(&w) => {
+                    scope.in_from = false;
+                    scope.in_on = w == "on";
+                }
                 _ if slot == Slot::Table => scope.tables.push(lower.clone()),
                 _ => {}
             }
@@ -227,11 +231,6 @@ impl SchemaVocabulary {
                 Slot::Table if growing => self.table_prefix(&lower),
                 Slot::Table => self.is_table(&lower),
                 Slot::ColumnOf(qualifier) => {
-                    let table = bound
-                        .iter()
-                        .find(|(n, _)| n.eq_ignore_ascii_case(qualifier))
-                        .map(|(_, t)| t.as_str())
-                        .or(Some(qualifier).filter(|q| self.is_table(&q.to_lowercase())));
                     let fits = |name: &str| {
                         if growing {
                             name.starts_with(&lower)
@@ -239,14 +238,34 @@ impl SchemaVocabulary {
                             name == lower
                         }
                     };
-                    match table
-                        .map(|t| t.to_lowercase())
-                        .and_then(|t| self.tables.get(&t))
-                    {
-                        Some(columns) => columns.iter().any(|c| fits(c)),
+                    let qualifier = qualifier.to_lowercase();
+                    let in_on = scopes.last().is_some_and(|s| s.in_on);
+                    let bound_to = bound.iter().find(|(n, _)| *n == qualifier);
+                    let tables: Vec<&String> = match bound_to {
+                        // Bound to a name the schema lacks (a common table):
+                        // its columns are unknown.
+                        Some((_, table)) if !self.is_table(table) => Vec::new(),
+                        // A column of another table the query joins, under
+                        // the wrong alias (`T2.x` for T1's x), is let
+                        // through for the repair to requalify: refused, the
+                        // model drops the dot and writes `T2 x`, which no
+                        // repair can read. Not in a join condition, where
+                        // the requalified `T2.x = T2.y` would name one table
+                        // only: a join key belongs to the table it names.
+                        Some(_) if !in_on => bound.iter().map(|(_, t)| t).collect(),
+                        Some((_, table)) => vec![table],
                         None => {
-                            self.columns.iter().any(|c| fits(c)) || defined.iter().any(|d| fits(d))
+                            Vec::from_iter(self.tables.get_key_value(&qualifier).map(|(t, _)| t))
                         }
+                    };
+                    if tables.is_empty() {
+                        self.columns.iter().any(|c| fits(c)) || defined.iter().any(|d| fits(d))
+                    } else {
+                        tables
+                            .into_iter()
+                            .filter_map(|t| self.tables.get(t))
+                            .flatten()
+                            .any(|c| fits(c))
                     }
                 }
                 Slot::Free => {
@@ -343,6 +362,8 @@ struct Scope {
     from_seen: bool,
     /// In the FROM clause now (a comma names another table).
     in_from: bool,
+    /// In a join condition now (its keys belong to the tables they name).
+    in_on: bool,
     /// A subquery is among the sources.
     derived: bool,
     tables: Vec<String>,
@@ -737,6 +758,23 @@ mod tests {
         let bound = "<sql>SELECT count(*) FROM singer AS T1 WHERE T1.";
         assert_eq!(verdicts(&[bound, "Age"]), [true, true]);
         assert_eq!(verdicts(&[bound, "Capacity"]), [true, false]);
+        // With stadium joined as T2, T1 may name stadium's columns too: the
+        // repair moves them to T2.
+        let joined = "<sql>SELECT count(*) FROM singer AS T1 JOIN stadium AS T2 WHERE T1.";
+        assert_eq!(verdicts(&[joined, "Capacity"]), [true, true]);
+        assert_eq!(verdicts(&[joined, "Theme"]), [true, false]);
+        // A join condition's keys belong to the tables that name them.
+        let on = "<sql>SELECT count(*) FROM singer AS T1 JOIN stadium AS T2 ON T1.";
+        assert_eq!(verdicts(&[on, "Capacity"]), [true, false]);
+        assert_eq!(verdicts(&[on, "Singer_ID"]), [true, true]);
+        let after_on = "<sql>SELECT count(*) FROM singer AS T1 JOIN stadium AS T2 ON T1.Age = T2.Capacity WHERE T1.";
+        assert_eq!(verdicts(&[after_on, "Capacity"]), [true, true]);
+        // An alias of a common table: its columns are not the schema's.
+        let common = "<sql>WITH top AS (SELECT Age AS oldest FROM singer) SELECT t.";
+        assert_eq!(
+            verdicts(&[&format!("{common}oldest FROM top AS t WHERE t."), "oldest"]),
+            [true, true]
+        );
         // Not yet bound (SELECT before FROM): any column of the schema.
         assert_eq!(verdicts(&["<sql>SELECT T1.", "Capacity"]), [true, true]);
         assert_eq!(verdicts(&["<sql>SELECT T1.", "lift"]), [true, false]);
@@ -825,11 +863,12 @@ mod tests {
             verdicts(&["SELECT Age FROM singer\n\n", "The lift"]),
             [true, true]
         );
-        // Once T1 is bound to singer, T1 has no concert_ID (T2 has).
+        // Once T1 is bound to singer, T1 has no Capacity (no table the
+        // query joins has it).
         assert_eq!(
             verdicts(&[
                 "SELECT T1.Name FROM singer AS T1 JOIN concert AS T2 ON T1.",
-                "concert_ID"
+                "Capacity"
             ]),
             [true, false]
         );
