@@ -20,6 +20,11 @@ pub trait TextConstraint: Send + Sync {
 pub trait TextChecker: Send {
     /// Whether `piece` may follow the text pushed so far.
     fn allows(&self, piece: &str) -> bool;
+    /// Whether the completion may end after the text pushed so far (the
+    /// model drew a stop token).
+    fn allows_end(&self) -> bool {
+        true
+    }
     /// Appends the text of a sampled token.
     fn push(&mut self, piece: &str);
 }

@@ -78,8 +78,13 @@ impl TextCodec {
         let Some(checker) = &state.checker else {
             return token;
         };
-        let allowed =
-            |token: u32| self.stop_tokens.contains(&token) || checker.allows(self.piece(token));
+        let allowed = |token: u32| {
+            if self.stop_tokens.contains(&token) {
+                checker.allows_end()
+            } else {
+                checker.allows(self.piece(token))
+            }
+        };
         if allowed(token) {
             state.rule_stuck = false;
             return token;
@@ -486,13 +491,24 @@ mod tests {
 
     /// A codec whose token `i` is the word `t{i}`.
     fn codec_of(size: usize) -> TextCodec {
+        codec_stopping_at(size, Vec::new())
+    }
+
+    /// The same, with `stop_tokens` ending a sequence.
+    fn codec_stopping_at(size: usize, stop_tokens: Vec<u32>) -> TextCodec {
         let vocab = (0..size).map(|i| (format!("t{i}"), i as u32)).collect();
         let model = WordLevel::builder()
             .vocab(vocab)
             .unk_token("t0".into())
             .build()
             .unwrap();
-        TextCodec::new("test".into(), Tokenizer::new(model), None, Vec::new(), 1024)
+        TextCodec::new(
+            "test".into(),
+            Tokenizer::new(model),
+            None,
+            stop_tokens,
+            1024,
+        )
     }
 
     /// A model that knows one text per row: after any prefix of its row's
@@ -606,8 +622,14 @@ mod tests {
         fn allows(&self, piece: &str) -> bool {
             (self.0)(piece)
         }
+        fn allows_end(&self) -> bool {
+            (self.0)(END)
+        }
         fn push(&mut self, _: &str) {}
     }
+
+    /// What a test rule is asked when the model would end the completion.
+    const END: &str = "<end>";
 
     /// The sampling setting for a rule on each token's text.
     fn rule(allows: impl Fn(&str) -> bool + Send + Sync + 'static) -> Option<Constraint> {
@@ -658,6 +680,36 @@ mod tests {
             };
             assert_ne!(first_token(&sampling), 3);
         }
+    }
+
+    #[test]
+    fn a_rule_that_refuses_to_end_keeps_the_completion_going() {
+        // Token 1 ends a sequence and is the most likely; token 5 is next.
+        let codec = codec_stopping_at(VOCAB, vec![1]);
+        let logits: Vec<f32> = (0..VOCAB)
+            .map(|t| match t {
+                1 => 5.0,
+                5 => 4.0,
+                _ => 0.0,
+            })
+            .collect();
+        let first = |constraint: Option<Constraint>| {
+            let sampling = Sampling {
+                max_tokens: 1,
+                constraint,
+                ..Sampling::default()
+            };
+            let mut rows = RowState::for_request(&sampling, 1);
+            codec
+                .decode_rows(&mut rows, vec![logits.clone()], |_, _| Ok(vec![]))
+                .unwrap();
+            (rows[0].tokens().to_vec(), rows[0].finished)
+        };
+        assert_eq!(first(rule(|_| true)), (vec![], Some(FinishReason::Stop)));
+        assert_eq!(
+            first(rule(|piece| piece != END)),
+            (vec![5], Some(FinishReason::Length))
+        );
     }
 
     #[test]

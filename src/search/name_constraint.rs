@@ -102,6 +102,14 @@ impl TextChecker for NameChecker {
             .query_allows(&query[..end], new_from, end == query.len())
     }
 
+    /// Ending the completion closes its query: the last word must be
+    /// whole. Drawn where no name can end (after `WHERE Material` when
+    /// only `Material_Type` exists), the end would leave a query that
+    /// cannot run.
+    fn allows_end(&self) -> bool {
+        self.allows(";")
+    }
+
     fn push(&mut self, piece: &str) {
         self.text.push_str(piece);
     }
@@ -849,6 +857,19 @@ mod tests {
             ]),
             [true, true, true]
         );
+    }
+
+    #[test]
+    fn a_query_may_end_only_where_its_last_word_is_whole() {
+        let ended = |text: &str| {
+            let mut c = checker();
+            c.push(text);
+            c.allows_end()
+        };
+        assert!(ended("```sql\nSELECT Age FROM singer WHERE Age"));
+        assert!(!ended("```sql\nSELECT Age FROM singer WHERE Ag"));
+        assert!(!ended("SELECT Age FROM singer WHERE Ag"));
+        assert!(ended("The answer is Ag"));
     }
 
     #[test]
