@@ -65,6 +65,10 @@ impl TextChecker for QueryFirstChecker {
         opens_well && self.inner.as_ref().is_none_or(|c| c.allows(piece))
     }
 
+    fn allows_end(&self) -> bool {
+        self.inner.as_ref().is_none_or(|c| c.allows_end())
+    }
+
     fn push(&mut self, piece: &str) {
         if !self.settled {
             self.opening.push_str(&piece.to_ascii_lowercase());
@@ -124,24 +128,33 @@ mod tests {
 
     #[test]
     fn the_inner_rule_still_applies() {
+        // Refuses any x, and to end before a y.
         struct NoX;
-        struct NoXChecker;
+        #[derive(Default)]
+        struct NoXChecker(bool);
         impl TextConstraint for NoX {
             fn checker(&self) -> Box<dyn TextChecker> {
-                Box::new(NoXChecker)
+                Box::new(NoXChecker::default())
             }
         }
         impl TextChecker for NoXChecker {
             fn allows(&self, piece: &str) -> bool {
                 !piece.contains('x')
             }
-            fn push(&mut self, _: &str) {}
+            fn allows_end(&self) -> bool {
+                self.0
+            }
+            fn push(&mut self, piece: &str) {
+                self.0 |= piece.contains('y');
+            }
         }
         let rule = QueryFirst::around(Some(Constraint(Arc::new(NoX))));
         let mut checker = rule.0.checker();
+        assert!(!checker.allows_end());
         assert_eq!(
             walk(checker.as_mut(), &["SELECT", " x", " y"]),
             [true, false, true]
         );
+        assert!(checker.allows_end());
     }
 }
