@@ -638,17 +638,32 @@ mod tests {
         )))))
     }
 
+    /// Logits over the test vocabulary where `first` is the likeliest
+    /// token and `second` the next.
+    fn two_likeliest(first: usize, second: usize) -> Vec<f32> {
+        (0..VOCAB)
+            .map(|t| match t {
+                t if t == first => 5.0,
+                t if t == second => 4.0,
+                _ => 0.0,
+            })
+            .collect()
+    }
+
+    /// One row after its first token is drawn from `logits`.
+    fn first_step(codec: &TextCodec, sampling: &Sampling, logits: &[f32]) -> RowState {
+        let mut rows = RowState::for_request(sampling, 1);
+        codec
+            .decode_rows(&mut rows, vec![logits.to_vec()], |_, _| Ok(vec![]))
+            .unwrap();
+        rows.remove(0)
+    }
+
     #[test]
     fn a_refused_token_is_drawn_again_without_it() {
         let codec = codec();
         // Token 3 is the most likely, token 5 the next.
-        let logits: Vec<f32> = (0..VOCAB)
-            .map(|t| match t {
-                3 => 5.0,
-                5 => 4.0,
-                _ => 0.0,
-            })
-            .collect();
+        let logits = two_likeliest(3, 5);
         let free = Sampling {
             max_tokens: 1,
             ..Sampling::default()
@@ -658,13 +673,7 @@ mod tests {
             constraint: rule(|piece| piece != "t3"),
             ..free.clone()
         };
-        let first_token = |sampling: &Sampling| {
-            let mut rows = RowState::for_request(sampling, 1);
-            codec
-                .decode_rows(&mut rows, vec![logits.clone()], |_, _| Ok(vec![]))
-                .unwrap();
-            rows[0].tokens()[0]
-        };
+        let first_token = |sampling: &Sampling| first_step(&codec, sampling, &logits).tokens()[0];
         assert_eq!(first_token(&free), 3);
         assert_eq!(first_token(&constrained), 5);
         // At a temperature too: never the refused token.
@@ -686,24 +695,15 @@ mod tests {
     fn a_rule_that_refuses_to_end_keeps_the_completion_going() {
         // Token 1 ends a sequence and is the most likely; token 5 is next.
         let codec = codec_stopping_at(VOCAB, vec![1]);
-        let logits: Vec<f32> = (0..VOCAB)
-            .map(|t| match t {
-                1 => 5.0,
-                5 => 4.0,
-                _ => 0.0,
-            })
-            .collect();
+        let logits = two_likeliest(1, 5);
         let first = |constraint: Option<Constraint>| {
             let sampling = Sampling {
                 max_tokens: 1,
                 constraint,
                 ..Sampling::default()
             };
-            let mut rows = RowState::for_request(&sampling, 1);
-            codec
-                .decode_rows(&mut rows, vec![logits.clone()], |_, _| Ok(vec![]))
-                .unwrap();
-            (rows[0].tokens().to_vec(), rows[0].finished)
+            let row = first_step(&codec, &sampling, &logits);
+            (row.tokens().to_vec(), row.finished)
         };
         assert_eq!(first(rule(|_| true)), (vec![], Some(FinishReason::Stop)));
         assert_eq!(
@@ -735,11 +735,8 @@ mod tests {
                 constraint: rule(|piece| piece == "t90"),
                 ..Sampling::default()
             };
-            let mut rows = RowState::for_request(&sampling, 1);
-            codec
-                .decode_rows(&mut rows, vec![logits.clone()], |_, _| Ok(vec![]))
-                .unwrap();
-            assert_eq!(rows[0].tokens(), &[90], "temperature {temperature}");
+            let row = first_step(&codec, &sampling, &logits);
+            assert_eq!(row.tokens(), &[90], "temperature {temperature}");
         }
     }
 
