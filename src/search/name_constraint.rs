@@ -249,7 +249,7 @@ impl SchemaVocabulary {
                     let qualifier = qualifier.to_lowercase();
                     let in_on = scopes.last().is_some_and(|s| s.in_on);
                     let bound_to = bound.iter().find(|(n, _)| *n == qualifier);
-                    let tables: Vec<&String> = match bound_to {
+                    let known: Vec<&Vec<String>> = match bound_to {
                         // Bound to a name the schema lacks (a common table):
                         // its columns are unknown.
                         Some((_, table)) if !self.is_table(table) => Vec::new(),
@@ -260,20 +260,17 @@ impl SchemaVocabulary {
                         // repair can read. Not in a join condition, where
                         // the requalified `T2.x = T2.y` would name one table
                         // only: a join key belongs to the table it names.
-                        Some(_) if !in_on => bound.iter().map(|(_, t)| t).collect(),
-                        Some((_, table)) => vec![table],
-                        None => {
-                            Vec::from_iter(self.tables.get_key_value(&qualifier).map(|(t, _)| t))
-                        }
+                        Some(_) if !in_on => bound
+                            .iter()
+                            .filter_map(|(_, t)| self.tables.get(t))
+                            .collect(),
+                        Some((_, table)) => self.tables.get(table).into_iter().collect(),
+                        None => self.tables.get(&qualifier).into_iter().collect(),
                     };
-                    if tables.is_empty() {
+                    if known.is_empty() {
                         self.columns.iter().any(|c| fits(c)) || defined.iter().any(|d| fits(d))
                     } else {
-                        tables
-                            .into_iter()
-                            .filter_map(|t| self.tables.get(t))
-                            .flatten()
-                            .any(|c| fits(c))
+                        known.into_iter().flatten().any(|c| fits(c))
                     }
                 }
                 Slot::Free => {
@@ -884,12 +881,11 @@ mod tests {
             verdicts(&["SELECT Age FROM singer\n\n", "The lift"]),
             [true, true]
         );
-        // Once T1 is bound to singer, T1 has no Capacity (no table the
-        // query joins has it).
+        // Once T1 is bound to singer, T1 has no concert_ID (T2 has).
         assert_eq!(
             verdicts(&[
                 "SELECT T1.Name FROM singer AS T1 JOIN concert AS T2 ON T1.",
-                "Capacity"
+                "concert_ID"
             ]),
             [true, false]
         );
