@@ -84,8 +84,6 @@ pub fn replace_qualified(
     (qualifier, column): (&str, &str),
     (new_qualifier, new_column): (&str, &str),
 ) -> Option<String> {
-    // The dot, with any quotes around it: `T1.x`, `"T1"."x"`, `T1."x"`.
-    let dot = |p: &Piece<'_>| matches!(p, Piece::Other(t) if t.trim_matches(|c| c == '"' || c == '`') == ".");
     let mut pieces = pieces(sql);
     let mut replaced = false;
     for i in 0..pieces.len() {
@@ -93,7 +91,7 @@ pub fn replace_qualified(
             continue;
         };
         let is_match = first.eq_ignore_ascii_case(qualifier)
-            && pieces.get(i + 1).is_some_and(dot)
+            && pieces.get(i + 1).is_some_and(is_dot)
             && matches!(pieces.get(i + 2), Some(Piece::Word(w)) if w.eq_ignore_ascii_case(column));
         if is_match {
             pieces[i] = Piece::Word(new_qualifier);
@@ -130,39 +128,116 @@ const NOT_ALIASES: &[&str] = &[
     "from",
 ];
 
-/// The `(name, table)` pairs a query's FROM and JOIN clauses bind: each
-/// alias, and each table under its own name.
-pub fn table_aliases(sql: &str) -> Vec<(String, String)> {
-    let words: Vec<&str> = pieces(sql)
-        .into_iter()
-        .filter_map(|p| match p {
-            Piece::Word(w) => Some(w),
+/// How many parenthesised queries (`(SELECT ...`, `(WITH ...`) enclose
+/// each piece: 0 for the words of the outer query.
+fn subquery_depths(pieces: &[Piece<'_>]) -> Vec<usize> {
+    // One entry per open parenthesis: whether it opens a query.
+    let mut open: Vec<bool> = Vec::new();
+    let mut depths = Vec::with_capacity(pieces.len());
+    for (i, piece) in pieces.iter().enumerate() {
+        depths.push(open.iter().filter(|&&query| query).count());
+        let Piece::Other(text) = piece else {
+            continue;
+        };
+        if text.starts_with('\'') {
+            continue;
+        }
+        let query_follows = pieces
+            .get(i + 1)
+            .is_some_and(|p| is_word_piece(p, "select") || is_word_piece(p, "with"));
+        for (at, c) in text.char_indices() {
+            match c {
+                '(' => open.push(query_follows && text[at + 1..].trim().is_empty()),
+                ')' => {
+                    open.pop();
+                }
+                _ => {}
+            }
+        }
+    }
+    depths
+}
+
+/// One name a FROM or JOIN clause binds, and how deep in subqueries.
+struct Binding {
+    name: String,
+    table: String,
+    depth: usize,
+}
+
+fn bindings(sql: &str) -> Vec<Binding> {
+    let pieces = pieces(sql);
+    let depths = subquery_depths(&pieces);
+    let words: Vec<(&str, usize)> = pieces
+        .iter()
+        .zip(depths)
+        .filter_map(|(p, depth)| match p {
+            Piece::Word(w) => Some((*w, depth)),
             Piece::Other(_) => None,
         })
         .collect();
     let mut out = Vec::new();
-    for (i, word) in words.iter().enumerate() {
+    for (i, &(word, depth)) in words.iter().enumerate() {
         if !(word.eq_ignore_ascii_case("from") || word.eq_ignore_ascii_case("join")) {
             continue;
         }
-        let Some(table) = words.get(i + 1) else {
+        let Some(&(table, _)) = words.get(i + 1) else {
             continue;
         };
-        out.push((table.to_string(), table.to_string()));
+        let bind = |name: &str| Binding {
+            name: name.to_string(),
+            table: table.to_string(),
+            depth,
+        };
+        out.push(bind(table));
         let mut next = i + 2;
         if words
             .get(next)
-            .is_some_and(|w| w.eq_ignore_ascii_case("as"))
+            .is_some_and(|(w, _)| w.eq_ignore_ascii_case("as"))
         {
             next += 1;
         }
-        if let Some(alias) = words.get(next) {
+        if let Some(&(alias, _)) = words.get(next) {
             if !NOT_ALIASES.iter().any(|k| alias.eq_ignore_ascii_case(k)) {
-                out.push((alias.to_string(), table.to_string()));
+                out.push(bind(alias));
             }
         }
     }
     out
+}
+
+/// The `(name, table)` pairs a query's FROM and JOIN clauses bind: each
+/// alias, and each table under its own name.
+pub fn table_aliases(sql: &str) -> Vec<(String, String)> {
+    bindings(sql)
+        .into_iter()
+        .map(|b| (b.name, b.table))
+        .collect()
+}
+
+/// The `(name, table)` pairs the outer query binds, leaving out those of
+/// its subqueries, which the outer query cannot see.
+pub fn outer_table_aliases(sql: &str) -> Vec<(String, String)> {
+    bindings(sql)
+        .into_iter()
+        .filter(|b| b.depth == 0)
+        .map(|b| (b.name, b.table))
+        .collect()
+}
+
+/// Whether `column` (after `qualifier.` when given, else bare) is written
+/// in the outer query, outside every subquery.
+pub fn written_in_outer_query(sql: &str, qualifier: Option<&str>, column: &str) -> bool {
+    let pieces = pieces(sql);
+    let depths = subquery_depths(&pieces);
+    (0..pieces.len()).any(|i| {
+        let after_dot = i >= 1 && is_dot(&pieces[i - 1]);
+        let qualified_as_written = match qualifier {
+            Some(q) => after_dot && i >= 2 && is_word_piece(&pieces[i - 2], q),
+            None => !after_dot,
+        };
+        depths[i] == 0 && is_word_piece(&pieces[i], column) && qualified_as_written
+    })
 }
 
 /// The name a query uses for `table`, given its `table_aliases`: the
@@ -191,19 +266,27 @@ fn offset_in(sql: &str, piece: &str) -> usize {
     piece.as_ptr() as usize - sql.as_ptr() as usize
 }
 
+/// The dot of a qualified name, with any quotes around it: `T1.x`,
+/// `"T1"."x"`, `T1."x"`.
+fn is_dot(piece: &Piece<'_>) -> bool {
+    matches!(piece, Piece::Other(t) if t.trim_matches(|c| c == '"' || c == '`') == ".")
+}
+
 fn is_word_piece(piece: &Piece<'_>, word: &str) -> bool {
     matches!(piece, Piece::Word(w) if w.eq_ignore_ascii_case(word))
 }
 
 /// `sql` with every bare `column` (not qualified, not a qualifier, not a
-/// table or alias being bound, not a function name) written
-/// `qualifier.column`; None when there is none.
-pub fn qualify_bare(sql: &str, column: &str, qualifier: &str) -> Option<String> {
+/// table or alias being bound, not a function name), in the outer query
+/// alone when `outer_only`, written `qualifier.column`; None when there is
+/// none.
+pub fn qualify_bare(sql: &str, column: &str, qualifier: &str, outer_only: bool) -> Option<String> {
     let mut pieces = pieces(sql);
+    let depths = subquery_depths(&pieces);
     let qualified = format!("{qualifier}.{column}");
     let mut replaced = false;
     for i in 0..pieces.len() {
-        if !is_word_piece(&pieces[i], column) {
+        if !is_word_piece(&pieces[i], column) || (outer_only && depths[i] > 0) {
             continue;
         }
         let before = i.checked_sub(1).map(|j| pieces[j]);
@@ -227,6 +310,20 @@ pub fn qualify_bare(sql: &str, column: &str, qualifier: &str) -> Option<String> 
     replaced.then(|| join(&pieces))
 }
 
+/// `sql` with the first `word` that follows a name `is_bound` accepts
+/// across nothing but spaces joined to it by a dot (`T2 x` to `T2.x`);
+/// None when there is no such place.
+pub fn dot_between(sql: &str, word: &str, is_bound: impl Fn(&str) -> bool) -> Option<String> {
+    let mut pieces = pieces(sql);
+    let at = (2..pieces.len()).find(|&i| {
+        is_word_piece(&pieces[i], word)
+            && matches!(pieces[i - 1], Piece::Other(gap) if gap.trim().is_empty())
+            && matches!(pieces[i - 2], Piece::Word(name) if is_bound(name))
+    })?;
+    pieces[at - 1] = Piece::Other(".");
+    Some(join(&pieces))
+}
+
 /// Words that end a FROM clause at its own level.
 const FROM_CLAUSE_ENDS: &[&str] = &[
     "where",
@@ -242,9 +339,11 @@ const FROM_CLAUSE_ENDS: &[&str] = &[
 
 /// `sql` with `join` (a whole `JOIN ... ON ...` clause) added at the end of
 /// the one FROM clause that binds `name` (an alias, or a table under its
-/// own name). None when no clause, or more than one, binds `name`.
-pub fn add_join(sql: &str, name: &str, join: &str) -> Option<String> {
+/// own name), only the outer query's clauses counting when `outer_only`.
+/// None when no clause, or more than one, binds `name`.
+pub fn add_join(sql: &str, name: &str, join: &str, outer_only: bool) -> Option<String> {
     let pieces = pieces(sql);
+    let depths = subquery_depths(&pieces);
     let words: Vec<usize> = (0..pieces.len())
         .filter(|&i| matches!(pieces[i], Piece::Word(_)))
         .collect();
@@ -256,7 +355,7 @@ pub fn add_join(sql: &str, name: &str, join: &str) -> Option<String> {
     for k in 0..words.len() {
         let opens = word(k)
             .is_some_and(|w| w.eq_ignore_ascii_case("from") || w.eq_ignore_ascii_case("join"));
-        if !opens {
+        if !opens || (outer_only && depths[words[k]] > 0) {
             continue;
         }
         let alias_at = if word(k + 2).is_some_and(|w| w.eq_ignore_ascii_case("as")) {
@@ -358,8 +457,13 @@ mod tests {
     fn bare_names_are_qualified_where_they_are_column_references() {
         let sql = "SELECT Course, T.Course, count(Course) FROM Course AS Course WHERE Course(1) = 'Course'";
         assert_eq!(
-            qualify_bare(sql, "course", "c").as_deref(),
+            qualify_bare(sql, "course", "c", false).as_deref(),
             Some("SELECT c.course, T.Course, count(c.course) FROM Course AS Course WHERE Course(1) = 'Course'")
+        );
+        let nested = "SELECT v FROM a WHERE v IN (SELECT v FROM b)";
+        assert_eq!(
+            qualify_bare(nested, "v", "a", true).as_deref(),
+            Some("SELECT a.v FROM a WHERE a.v IN (SELECT v FROM b)")
         );
     }
 
@@ -369,15 +473,68 @@ mod tests {
         let sql =
             "SELECT * FROM a AS T1 JOIN b AS T2 ON T1.id = T2.id\nWHERE (T1.v > 1) ORDER BY 1;";
         assert_eq!(
-            add_join(sql, "T2", join).as_deref(),
+            add_join(sql, "T2", join, false).as_deref(),
             Some("SELECT * FROM a AS T1 JOIN b AS T2 ON T1.id = T2.id JOIN x ON T2.k = x.k WHERE (T1.v > 1) ORDER BY 1;")
         );
         let nested = "SELECT * FROM a WHERE id IN (SELECT id FROM b)";
         assert_eq!(
-            add_join(nested, "b", "JOIN x ON b.k = x.k").as_deref(),
+            add_join(nested, "b", "JOIN x ON b.k = x.k", false).as_deref(),
             Some("SELECT * FROM a WHERE id IN (SELECT id FROM b JOIN x ON b.k = x.k)")
         );
         // A table bound twice leaves the place open.
-        assert_eq!(add_join("SELECT * FROM b JOIN b AS c", "b", join), None);
+        assert_eq!(
+            add_join("SELECT * FROM b JOIN b AS c", "b", join, false),
+            None
+        );
+        // Unless only the outer query's clause counts.
+        let twice = "SELECT v FROM b WHERE k IN (SELECT k FROM b WHERE v > 1)";
+        assert_eq!(
+            add_join(twice, "b", "JOIN x ON b.k = x.k", true).as_deref(),
+            Some("SELECT v FROM b JOIN x ON b.k = x.k WHERE k IN (SELECT k FROM b WHERE v > 1)")
+        );
+        assert_eq!(add_join(twice, "b", "JOIN x ON b.k = x.k", false), None);
+    }
+
+    #[test]
+    fn a_subquery_binds_its_tables_for_itself_only() {
+        let sql = "SELECT a.v, (SELECT max(w) FROM c) FROM a JOIN b AS B1 ON a.k = B1.k \
+                   WHERE a.k IN (SELECT k FROM (SELECT k FROM d) AS e) AND f(a.v) > 0";
+        assert_eq!(
+            outer_table_aliases(sql),
+            [("a", "a"), ("b", "b"), ("B1", "b")].map(|(n, t)| (n.to_string(), t.to_string()))
+        );
+        let all = table_aliases(sql);
+        assert!(["c", "d"]
+            .iter()
+            .all(|t| all.iter().any(|(_, bound)| bound == t)));
+    }
+
+    #[test]
+    fn a_dropped_dot_goes_back_after_a_bound_name_only() {
+        let bound = |name: &str| ["T1", "T2"].contains(&name);
+        let sql = "SELECT x FROM a AS T1 JOIN b AS T2 ON T1.k = T2 k WHERE y k = 1";
+        assert_eq!(
+            dot_between(sql, "k", bound).as_deref(),
+            Some("SELECT x FROM a AS T1 JOIN b AS T2 ON T1.k = T2.k WHERE y k = 1")
+        );
+        assert_eq!(dot_between("SELECT y k FROM a AS T1", "k", bound), None);
+    }
+
+    #[test]
+    fn a_reference_is_found_in_the_outer_query_or_not() {
+        let sql =
+            "SELECT T1.v, w FROM a AS T1 WHERE k IN (SELECT k FROM b WHERE T1.u = x AND y > 0)";
+        assert!(written_in_outer_query(sql, Some("T1"), "v"));
+        assert!(!written_in_outer_query(sql, Some("T1"), "u"));
+        assert!(written_in_outer_query(sql, None, "w"));
+        assert!(!written_in_outer_query(sql, None, "y"));
+        // A qualified name is not its column written bare.
+        assert!(!written_in_outer_query(sql, None, "v"));
+        // Parentheses that open no query leave the words outside.
+        assert!(written_in_outer_query(
+            "SELECT count(x) FROM t WHERE (z > 1)",
+            None,
+            "z"
+        ));
     }
 }

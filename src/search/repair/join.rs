@@ -4,10 +4,8 @@
 //! join, or with an alias they never bind. The join is added along those
 //! keys.
 
-use super::super::sql_text::{
-    add_join, name_in_query, qualify_bare, replace_qualified, table_aliases,
-};
-use super::SchemaNames;
+use super::super::sql_text::{add_join, name_in_query, qualify_bare, replace_qualified};
+use super::{SchemaNames, Scope};
 use crate::db::quote_identifier;
 use crate::db::schema::{Schema, Table};
 
@@ -174,29 +172,26 @@ fn key_columns<'k>(key: &'k KeyLink, table: &str) -> (&'k str, &'k str) {
 
 impl SchemaNames {
     /// `sql` with the table that holds the missing `qualifier.column` (or
-    /// bare `column`) joined to one of the query's tables along the one
-    /// route of keys that links them (one key, else two through a table
-    /// the query does not read), and the reference pointed at it. A
-    /// qualifier that is neither bound nor a table's name (`T4.x` in a
-    /// query binding T1 to T3) becomes the joined table's alias. None
-    /// unless exactly one such table and route exist.
+    /// bare `column`) joined to one of the tables `scope` binds along a
+    /// route of keys (one key, else two through a table the query does not
+    /// read; from the first bound table that has one), and the reference
+    /// pointed at it. A qualifier that is neither bound nor a table's name
+    /// (`T4.x` in a query binding T1 to T3) becomes the joined table's
+    /// alias. None unless exactly one table that holds the column is
+    /// reached.
     pub(super) fn join_missing(
         &self,
         sql: &str,
+        scope: &Scope,
         qualifier: Option<&str>,
         column: &str,
     ) -> Option<String> {
-        let bound = table_aliases(sql);
+        let bound = &scope.bound;
         let is_bound = |table: &str| bound.iter().any(|(_, t)| t.eq_ignore_ascii_case(table));
         let is_table = |name: &str| {
             self.tables
                 .iter()
                 .any(|(t, _)| t.eq_ignore_ascii_case(name))
-        };
-        let has_column = |table: &str| {
-            self.tables.iter().any(|(t, cols)| {
-                t.eq_ignore_ascii_case(table) && cols.iter().any(|c| c.eq_ignore_ascii_case(column))
-            })
         };
         let unbound_qualifier =
             qualifier.filter(|q| !bound.iter().any(|(n, _)| n.eq_ignore_ascii_case(q)));
@@ -207,7 +202,7 @@ impl SchemaNames {
             .tables
             .iter()
             .map(|(t, _)| t.as_str())
-            .filter(|t| !is_bound(t) && has_column(t))
+            .filter(|t| !is_bound(t) && self.has_column(t, column))
             .filter(|t| names_table.is_none_or(|q| q.eq_ignore_ascii_case(t)))
             .collect();
         let mut routes = self.routes(&holders, &is_bound);
@@ -222,14 +217,25 @@ impl SchemaNames {
                 routes.retain(starts_there);
             }
         }
-        let [route] = routes.as_slice() else {
+        // One table holds the column but several of the query's tables reach
+        // it: any of them gives a query that runs; the first bound, usually
+        // the one the FROM clause opens with, is taken. Two holders leave
+        // the meaning open.
+        let holder = routes.first()?.holder;
+        if routes.iter().any(|r| r.holder != holder) {
             return None;
+        }
+        let position = |r: &Route<'_>| {
+            bound
+                .iter()
+                .position(|(_, t)| t.eq_ignore_ascii_case(r.near()))
         };
+        let route = routes.iter().min_by_key(|r| position(r))?;
         // The query's name for the table joined to: the qualifier written,
         // when it is that table's; else the table's one alias or own name.
         let near = match qualified_table {
             Some(table) if table.eq_ignore_ascii_case(route.near()) => qualifier?,
-            _ => name_in_query(&bound, route.near())?,
+            _ => name_in_query(bound, route.near())?,
         };
         let holder_q = quote_identifier(route.holder);
         let holder_name = new_alias.map_or(holder_q.clone(), str::to_string);
@@ -259,13 +265,13 @@ impl SchemaNames {
                 format!("{to_middle} {to_holder}")
             }
         };
-        let joined = add_join(sql, near, &join)?;
+        let joined = add_join(sql, near, &join, scope.outer_only)?;
         match (qualifier, unbound_qualifier) {
             // Already written `holder.column` or `alias.column`: the join
             // makes it valid.
             (Some(_), Some(_)) => Some(joined),
             (Some(q), None) => replace_qualified(&joined, (q, column), (&holder_q, column)),
-            (None, _) => qualify_bare(&joined, column, &holder_q),
+            (None, _) => qualify_bare(&joined, column, &holder_q, scope.outer_only),
         }
     }
 
@@ -394,8 +400,12 @@ mod tests {
             names.fixes("no such column: T1.Grade", sql),
             vec!["SELECT course_arrange.Grade FROM course AS T1 JOIN teacher AS T2 ON T1.Room = T2.Room JOIN course_arrange ON T1.Course_ID = course_arrange.Course_ID"]
         );
+        // Bare, it is joined to the first of the query's tables.
         let bare = "SELECT Grade FROM course AS T1 JOIN teacher AS T2 ON T1.Room = T2.Room";
-        assert!(names.fixes("no such column: Grade", bare).is_empty());
+        assert_eq!(
+            names.fixes("no such column: Grade", bare),
+            vec!["SELECT course_arrange.Grade FROM course AS T1 JOIN teacher AS T2 ON T1.Room = T2.Room JOIN course_arrange ON T1.Course_ID = course_arrange.Course_ID"]
+        );
     }
 
     #[test]
@@ -451,6 +461,41 @@ mod tests {
             "SELECT Course FROM course WHERE Course_ID IN (SELECT Course_ID FROM course_arrange JOIN teacher ON course_arrange.Teacher_ID = teacher.Teacher_ID WHERE teacher.Name = 'Joe')"
         );
         assert_eq!(result.rows.len(), 1);
+    }
+
+    #[test]
+    fn a_table_read_only_in_a_subquery_is_joined_for_the_outer_query() {
+        let (_dir, executor, names) = school();
+        // teacher is read in the subquery, out of the outer query's sight;
+        // the join makes `Teacher_ID` ambiguous in the outer query only.
+        let sql = "SELECT Name FROM course_arrange WHERE Grade > 1 AND Teacher_ID IN (SELECT Teacher_ID FROM teacher WHERE Room = 'C')";
+        let (fixed, result) = names
+            .fix_until_it_runs(&executor, sql, "no such column: Name")
+            .unwrap();
+        assert_eq!(
+            fixed,
+            "SELECT teacher.Name FROM course_arrange JOIN teacher ON course_arrange.Teacher_ID = teacher.Teacher_ID WHERE Grade > 1 AND course_arrange.Teacher_ID IN (SELECT Teacher_ID FROM teacher WHERE Room = 'C')"
+        );
+        assert_eq!(result.rows.len(), 1);
+    }
+
+    #[test]
+    fn a_dot_dropped_between_alias_and_column_is_put_back() {
+        let (_dir, executor, names) = school();
+        let sql = "SELECT T1.Grade FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID WHERE T2 Name = 'Joe'";
+        let error = executor.query(sql).unwrap_err().to_string();
+        let (fixed, _) = names.fix_until_it_runs(&executor, sql, &error).unwrap();
+        assert_eq!(
+            fixed,
+            "SELECT T1.Grade FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID WHERE T2.Name = 'Joe'"
+        );
+        // `Title` is no column: the words stay apart.
+        assert!(names
+            .fixes(
+                "near \"Title\": syntax error",
+                "SELECT T2 Title FROM teacher AS T2"
+            )
+            .is_empty());
     }
 
     #[test]

@@ -14,8 +14,8 @@ mod join;
 
 use super::reasoner::truncate_chars;
 use super::sql_text::{
-    name_in_query, pieces, qualify_bare, replace_identifier, replace_qualified, table_aliases,
-    Piece,
+    dot_between, name_in_query, outer_table_aliases, pieces, qualify_bare, replace_identifier,
+    replace_qualified, table_aliases, written_in_outer_query, Piece,
 };
 use crate::db::{Executor, QueryResult, Schema};
 use crate::understand::text::similarity;
@@ -34,6 +34,21 @@ const MIN_FIX_SIMILARITY: f64 = 0.7;
 const MAX_FIXES: usize = 3;
 /// Fixed queries executed for one failed query at most.
 const MAX_TRIES: usize = 6;
+
+/// The names a failed column reference can see, and whether they are the
+/// outer query's alone.
+struct Scope {
+    bound: Vec<(String, String)>,
+    outer_only: bool,
+}
+
+/// `T1.x` as `(Some("T1"), "x")`, `x` as `(None, "x")`.
+fn split_qualified(name: &str) -> (Option<&str>, &str) {
+    match name.rsplit_once('.') {
+        Some((qualifier, column)) => (Some(qualifier), column),
+        None => (None, name),
+    }
+}
 
 /// The table and column names of a database, and its foreign keys.
 #[derive(Debug, Clone, Default)]
@@ -75,7 +90,7 @@ impl SchemaNames {
     }
 
     fn missing_column(&self, name: &str, sql: &str) -> String {
-        let column = name.rsplit('.').next().unwrap_or(name);
+        let (qualifier, column) = split_qualified(name);
         let all = self
             .tables
             .iter()
@@ -85,8 +100,9 @@ impl SchemaNames {
             return format!("no column `{column}`; the closest are {}", close.join(", "));
         }
         // Nothing is spelled alike: show what the query's own tables hold.
+        let scope = self.scope_of(sql, qualifier, column);
         let used: Vec<String> = self
-            .tables_used(sql)
+            .tables_used(&scope, sql)
             .into_iter()
             .map(|(t, cols)| format!("{t}({})", cols.join(", ")))
             .collect();
@@ -149,29 +165,27 @@ impl SchemaNames {
             self.qualify_ambiguous(name, sql).into_iter().collect()
         } else if error.contains("misuse of aggregate") {
             grouping::group_aggregates(sql).into_iter().collect()
+        } else if let Some(word) = syntax_error_near(error) {
+            self.restore_dot(sql, word).into_iter().collect()
         } else {
             Vec::new()
         }
     }
 
     fn column_fixes(&self, name: &str, sql: &str) -> Vec<String> {
-        let (qualifier, column) = match name.rsplit_once('.') {
-            Some((qualifier, column)) => (Some(qualifier), column),
-            None => (None, name),
-        };
+        let (qualifier, column) = split_qualified(name);
+        let scope = self.scope_of(sql, qualifier, column);
         let mut fixes = Vec::new();
-        fixes.extend(qualifier.and_then(|q| self.requalify(sql, q, column)));
+        fixes.extend(qualifier.and_then(|q| self.requalify(sql, &scope, q, column)));
         let names_unjoined_table = qualifier.is_some_and(|q| {
-            !table_aliases(sql)
-                .iter()
-                .any(|(n, _)| n.eq_ignore_ascii_case(q))
+            !scope.bound.iter().any(|(n, _)| n.eq_ignore_ascii_case(q))
                 && self.tables.iter().any(|(t, _)| t.eq_ignore_ascii_case(q))
         });
         if names_unjoined_table {
-            fixes.extend(self.join_missing(sql, qualifier, column));
+            fixes.extend(self.join_missing(sql, &scope, qualifier, column));
             return fixes;
         }
-        let used = self.tables_used(sql);
+        let used = self.tables_used(&scope, sql);
         let own = used
             .iter()
             .flat_map(|(_, cols)| cols.iter().map(|c| (c.as_str(), ())));
@@ -185,8 +199,32 @@ impl SchemaNames {
         if let [(only, _)] = used.as_slice() {
             fixes.extend(self.move_to_table(sql, only, column));
         }
-        fixes.extend(self.join_missing(sql, qualifier, column));
+        fixes.extend(self.join_missing(sql, &scope, qualifier, column));
         fixes
+    }
+
+    /// What a missing `qualifier.column` (or bare `column`) can see: when
+    /// it is written in the outer query and none of the outer query's
+    /// tables has the column, only the outer query's bindings (a table read
+    /// inside a subquery is out of the outer query's sight); else every
+    /// binding of the query.
+    fn scope_of(&self, sql: &str, qualifier: Option<&str>, column: &str) -> Scope {
+        let outer = outer_table_aliases(sql);
+        let outer_has_column = outer
+            .iter()
+            .any(|(_, table)| self.has_column(table, column));
+        if !outer.is_empty() && !outer_has_column && written_in_outer_query(sql, qualifier, column)
+        {
+            Scope {
+                bound: outer,
+                outer_only: true,
+            }
+        } else {
+            Scope {
+                bound: table_aliases(sql),
+                outer_only: false,
+            }
+        }
     }
 
     /// A one-table query on `only` pointed at the one other table with a
@@ -230,14 +268,50 @@ impl SchemaNames {
 
     /// Bare `column` qualified with the first of the query's tables that
     /// has it (inner joins on it give every side the same value).
+    /// When two of the outer query's own tables have it and it is written
+    /// there, only the outer query's bare `column`s are qualified: those in
+    /// a subquery may belong to the subquery's table.
     fn qualify_ambiguous(&self, column: &str, sql: &str) -> Option<String> {
+        let outer = outer_table_aliases(sql);
+        let outer_holders = outer
+            .iter()
+            .filter(|(name, t)| name == t && self.has_column(t, column))
+            .count();
+        let outer_only = outer_holders > 1 && written_in_outer_query(sql, None, column);
+        let bound = if outer_only {
+            outer
+        } else {
+            table_aliases(sql)
+        };
+        let owner = bound
+            .iter()
+            .map(|(_, t)| t)
+            .find(|t| self.has_column(t, column))?;
+        qualify_bare(sql, column, name_in_query(&bound, owner)?, outer_only)
+    }
+
+    /// `sql` with the dot put back between a name the query binds and the
+    /// `column` that SQLite stumbled on after it (`T2 Shop_ID` for
+    /// `T2.Shop_ID`): a small model, refused a column under one alias,
+    /// sometimes drops the dot instead of changing the alias.
+    fn restore_dot(&self, sql: &str, column: &str) -> Option<String> {
+        let is_column = self
+            .tables
+            .iter()
+            .any(|(_, cols)| cols.iter().any(|c| c.eq_ignore_ascii_case(column)));
+        if !is_column {
+            return None;
+        }
         let bound = table_aliases(sql);
-        let owner = bound.iter().map(|(_, t)| t).find(|t| {
-            self.tables.iter().any(|(name, cols)| {
-                name.eq_ignore_ascii_case(t) && cols.iter().any(|c| c.eq_ignore_ascii_case(column))
-            })
-        })?;
-        qualify_bare(sql, column, name_in_query(&bound, owner)?)
+        let is_bound = |name: &str| bound.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+        dot_between(sql, column, is_bound)
+    }
+
+    /// Whether the database's `table` has `column`.
+    fn has_column(&self, table: &str, column: &str) -> bool {
+        self.tables.iter().any(|(t, cols)| {
+            t.eq_ignore_ascii_case(table) && cols.iter().any(|c| c.eq_ignore_ascii_case(column))
+        })
     }
 
     /// `sql`, which failed with `error`, fixed until it runs (a chain of at
@@ -293,8 +367,8 @@ impl SchemaNames {
     /// query's tables has a column clearly closest to `column` and the query
     /// binds that table to one name: a column taken from the wrong side of
     /// a join.
-    fn requalify(&self, sql: &str, qualifier: &str, column: &str) -> Option<String> {
-        let bound = table_aliases(sql);
+    fn requalify(&self, sql: &str, scope: &Scope, qualifier: &str, column: &str) -> Option<String> {
+        let bound = &scope.bound;
         let bound_tables = self
             .tables
             .iter()
@@ -302,17 +376,17 @@ impl SchemaNames {
         let columns =
             bound_tables.flat_map(|(t, cols)| cols.iter().map(move |c| (c.as_str(), t.as_str())));
         let (real, table) = clearly_closest(column, columns)?;
-        let name = name_in_query(&bound, table)?;
+        let name = name_in_query(bound, table)?;
         if name.eq_ignore_ascii_case(qualifier) && real.eq_ignore_ascii_case(column) {
             return None;
         }
         replace_qualified(sql, (qualifier, column), (name, real))
     }
 
-    /// The tables `sql` reads: those its FROM and JOIN clauses bind, or,
-    /// when none is found there, every table it names.
-    fn tables_used(&self, sql: &str) -> Vec<&(String, Vec<String>)> {
-        let bound = table_aliases(sql);
+    /// The tables `sql` reads in `scope`: those bound there, or, when the
+    /// query binds none, every table it names.
+    fn tables_used(&self, scope: &Scope, sql: &str) -> Vec<&(String, Vec<String>)> {
+        let bound = &scope.bound;
         let identifiers: Vec<&str> = if bound.is_empty() {
             sql.split(|c: char| !(c.is_alphanumeric() || c == '_'))
                 .collect()
@@ -350,6 +424,16 @@ fn spelling_similarity(a: &str, b: &str) -> f64 {
 }
 
 /// The text after `marker` in `error`, trimmed of quotes and spaces.
+/// The word of SQLite's `near "word": syntax error`.
+fn syntax_error_near(error: &str) -> Option<&str> {
+    let start = error.find("near \"")? + "near \"".len();
+    let rest = &error[start..];
+    let word = &rest[..rest.find("\": syntax error")?];
+    word.chars()
+        .all(|c| c.is_alphanumeric() || c == '_')
+        .then_some(word)
+}
+
 fn after<'a>(error: &'a str, marker: &str) -> Option<&'a str> {
     let start = error.find(marker)? + marker.len();
     let rest = error[start..].trim();
