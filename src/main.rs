@@ -171,6 +171,9 @@ enum MethodArg {
     Sc,
     /// Understanding, tree search over reasoning actions, and selection.
     Iesr,
+    /// No SQL: one call reads the tables as text (up to --read-chars) and
+    /// answers directly; the plain baseline for tables and graphs.
+    Read,
 }
 
 #[derive(clap::Args, Clone)]
@@ -335,6 +338,10 @@ struct MethodArgs {
     /// it again with what execution said, up to this many times (0: never).
     #[arg(long, default_value_t = iesr::search::DEFAULT_FEEDBACK_ROUNDS)]
     feedback_rounds: usize,
+    /// --method read: characters of table text the prompt holds at most
+    /// (tables past it are left out, a table cut short says so).
+    #[arg(long, default_value_t = iesr::search::DEFAULT_READ_CHARS)]
+    read_chars: usize,
     #[command(flatten)]
     search: TreeSearchArgs,
 }
@@ -433,6 +440,7 @@ impl MethodArgs {
                 temperature: self.temperature,
             },
             MethodArg::Iesr => Method::Iesr,
+            MethodArg::Read => Method::Read,
         };
         Ok(SearchConfig {
             method,
@@ -442,6 +450,7 @@ impl MethodArgs {
             query_first: !self.no_query_first,
             focus_chars: (!self.no_focus).then_some(self.focus_chars),
             feedback_rounds: self.feedback_rounds,
+            read_chars: self.read_chars,
             iesr: self.search.config(gpu_class)?,
             ..SearchConfig::default()
         })

@@ -63,6 +63,18 @@ pub const UNDERSTANDING: Template = Template {
     text: include_str!("../prompts/understanding.user.txt"),
 };
 
+/// Reading instead of querying: the data as text, answered directly (the
+/// plain baseline the query-writing methods are measured against).
+pub const READ_ANSWER_SYSTEM: Template = Template {
+    name: "read_answer.system",
+    text: include_str!("../prompts/read_answer.system.txt"),
+};
+
+pub const READ_ANSWER_USER: Template = Template {
+    name: "read_answer.user",
+    text: include_str!("../prompts/read_answer.user.txt"),
+};
+
 /// The hint as a prompt line, or nothing when there is none.
 pub fn hint_line(hint: Option<&str>) -> String {
     hint.filter(|h| !h.trim().is_empty())

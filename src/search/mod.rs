@@ -8,6 +8,7 @@ mod iesr;
 pub mod mcts;
 pub mod name_constraint;
 mod query_first;
+mod read_answer;
 pub mod reasoner;
 pub mod repair;
 mod sql_text;
@@ -33,6 +34,7 @@ use extract::extract_sql;
 pub(crate) use feedback::has_value;
 pub use feedback::DEFAULT_FEEDBACK_ROUNDS;
 use mcts::{MctsConfig, RolloutProgress};
+pub use read_answer::DEFAULT_READ_CHARS;
 use serde::Serialize;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -51,6 +53,9 @@ pub enum Method {
     /// The full method: understanding, tree search, selection
     /// (configured by [`SearchConfig::iesr`]).
     Iesr,
+    /// No SQL: the data goes into the prompt as text (up to
+    /// [`SearchConfig::read_chars`]) and one call at temperature 0 answers.
+    Read,
 }
 
 /// The tree search's settings and its ablations.
@@ -107,6 +112,8 @@ pub struct SearchConfig {
     /// L: how many times greedy's or sc's chosen query is written again
     /// with execution feedback when it fails or returns no value.
     pub feedback_rounds: usize,
+    /// Characters of table text `Method::Read` puts in its prompt at most.
+    pub read_chars: usize,
     pub exec: ExecConfig,
     pub iesr: IesrConfig,
 }
@@ -122,6 +129,7 @@ impl Default for SearchConfig {
             query_first: true,
             focus_chars: Some(DEFAULT_FOCUS_CHARS),
             feedback_rounds: DEFAULT_FEEDBACK_ROUNDS,
+            read_chars: DEFAULT_READ_CHARS,
             exec: ExecConfig::default(),
             iesr: IesrConfig::default(),
         }
@@ -247,6 +255,7 @@ impl Engine {
                 temperature,
             } => self.answer_by_vote(question, hint, samples.max(1), temperature, trace)?,
             Method::Iesr => self.answer_by_search(question, hint, trace, on_rollout)?,
+            Method::Read => self.answer_by_reading(question, hint, trace)?,
         };
         answer.trace.answer = answer.sql.clone();
         answer.trace.cost.seconds = started.elapsed().as_secs_f64();

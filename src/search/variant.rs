@@ -45,6 +45,15 @@ impl SearchConfig {
                 self.iesr.mcts.rollouts,
                 tree_search_changes(&self.iesr),
             ),
+            Method::Read => {
+                let chars = self.read_chars;
+                let changes = if chars == super::DEFAULT_READ_CHARS {
+                    Vec::new()
+                } else {
+                    vec![format!("read-chars {chars}")]
+                };
+                ("read", 1, changes)
+            }
         };
         match self.focus_chars {
             None => changes.insert(0, "no-focus".to_string()),
@@ -56,7 +65,7 @@ impl SearchConfig {
         if self.feedback_rounds != super::DEFAULT_FEEDBACK_ROUNDS {
             changes.insert(0, format!("feedback-rounds {}", self.feedback_rounds));
         }
-        let chooses = !matches!(self.method, Method::Greedy);
+        let chooses = matches!(self.method, Method::SelfConsistency { .. } | Method::Iesr);
         if chooses && !self.iesr.select.review {
             changes.insert(0, "no-review".to_string());
         }
