@@ -13,6 +13,9 @@ pub enum QueryError {
     /// The query ran past its wall-time limit and was interrupted.
     #[error("query interrupted after the {limit_ms} ms time limit")]
     Timeout { limit_ms: u64 },
+    /// A string or blob the query built grew past the limit per value.
+    #[error("query stopped: a value grew past the {limit_bytes}-byte limit per value")]
+    ValueTooBig { limit_bytes: usize },
     /// SQLite rejected or failed the query (syntax error, unknown column, ...).
     #[error("SQL error: {0}")]
     Sql(String),

@@ -63,6 +63,9 @@ enum Command {
         /// Time limit for the query, in seconds.
         #[arg(long, default_value_t = 30.0)]
         timeout: f64,
+        /// Longest string or blob the query may build, in bytes.
+        #[arg(long, default_value_t = ExecConfig::default().max_value_bytes)]
+        max_value_bytes: usize,
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
@@ -866,11 +869,13 @@ fn run(command: Command) -> Result<()> {
             sql,
             max_rows,
             timeout,
+            max_value_bytes,
             json,
         } => {
             let config = ExecConfig {
                 timeout: seconds(timeout, "--timeout")?,
                 max_rows,
+                max_value_bytes,
                 ..ExecConfig::default()
             };
             let result = Executor::open(&source.database()?, config)?.query(&sql)?;

@@ -10,6 +10,7 @@ use crate::error::{QueryError, Result};
 use lru::LruCache;
 use rayon::prelude::*;
 use rusqlite::hooks::Authorization;
+use rusqlite::limits::Limit;
 use rusqlite::{Connection, ErrorCode};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -28,6 +29,10 @@ pub struct ExecConfig {
     pub max_rows: usize,
     /// Most distinct SQL texts whose results are kept.
     pub cache_entries: usize,
+    /// Longest string or blob a query may build, in bytes (SQLite's length
+    /// limit): `randomblob(1e9)` or a runaway `group_concat` fails at
+    /// once instead of taking the machine's memory.
+    pub max_value_bytes: usize,
 }
 
 impl Default for ExecConfig {
@@ -36,6 +41,7 @@ impl Default for ExecConfig {
             timeout: Duration::from_secs(30),
             max_rows: 1_000,
             cache_entries: 4_096,
+            max_value_bytes: 16 << 20,
         }
     }
 }
@@ -83,7 +89,7 @@ pub struct Executor {
 impl Executor {
     /// Opens the database (validating it) with the given limits.
     pub fn open(path: &Path, config: ExecConfig) -> Result<Self> {
-        let first = connect(path)?;
+        let first = connect(path, &config)?;
         let capacity = NonZeroUsize::new(config.cache_entries.max(1)).expect("max(1) is non-zero");
         Ok(Executor {
             path: path.to_path_buf(),
@@ -172,7 +178,7 @@ impl Executor {
             if guarded.denied.load(Ordering::Relaxed) {
                 QueryError::Refused(format!("SQLite's authorizer denied it ({e})"))
             } else {
-                query_error(e, self.config.timeout)
+                query_error(e, &self.config)
             }
         };
         let result = step_all(
@@ -191,7 +197,7 @@ impl Executor {
         if let Some(idle) = self.pool.lock().expect("pool lock").pop() {
             return Ok(idle);
         }
-        connect(&self.path).map_err(|e| QueryError::Sql(e.to_string()))
+        connect(&self.path, &self.config).map_err(|e| QueryError::Sql(e.to_string()))
     }
 }
 
@@ -244,13 +250,15 @@ fn step_rows(
     })
 }
 
-fn connect(path: &Path) -> Result<GuardedConnection> {
+fn connect(path: &Path, config: &ExecConfig) -> Result<GuardedConnection> {
     let mut conn = open_read_only(path)?;
+    let max_value_bytes = i32::try_from(config.max_value_bytes).unwrap_or(i32::MAX);
     let denied = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&denied);
     let setup = |conn: &mut Connection| -> Result<Deadline, rusqlite::Error> {
         // Belt and braces beside the read-only open: SQLite refuses writes.
         conn.pragma_update(None, "query_only", true)?;
+        conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, max_value_bytes)?;
         conn.authorizer(Some(move |context: rusqlite::hooks::AuthContext<'_>| {
             let verdict = authorize(context);
             if verdict == Authorization::Deny {
@@ -271,10 +279,13 @@ fn connect(path: &Path) -> Result<GuardedConnection> {
     })
 }
 
-fn query_error(error: rusqlite::Error, timeout: Duration) -> QueryError {
+fn query_error(error: rusqlite::Error, config: &ExecConfig) -> QueryError {
     match error.sqlite_error_code() {
         Some(ErrorCode::OperationInterrupted) => QueryError::Timeout {
-            limit_ms: timeout.as_millis() as u64,
+            limit_ms: config.timeout.as_millis() as u64,
+        },
+        Some(ErrorCode::TooBig) => QueryError::ValueTooBig {
+            limit_bytes: config.max_value_bytes,
         },
         _ => match error {
             rusqlite::Error::MultipleStatement => {
@@ -292,6 +303,43 @@ fn query_error(error: rusqlite::Error, timeout: Duration) -> QueryError {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_value_past_the_length_limit_stops_its_query() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("t.sqlite");
+        Connection::open(&db)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (a INTEGER);")
+            .unwrap();
+        let config = ExecConfig {
+            max_value_bytes: 1 << 20,
+            ..ExecConfig::default()
+        };
+        let executor = Executor::open(&db, config).unwrap();
+        for bomb in [
+            "SELECT length(randomblob(1000000000))",
+            "SELECT length(printf('%.*c', 1000000000, 'x'))",
+            // SQLite stops growing the concatenation at the limit and
+            // reports it when the rows run out (an endless CTE meets the
+            // time limit instead, its memory still bounded).
+            "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 100000) \
+             SELECT length(group_concat(hex(randomblob(100)))) FROM c",
+        ] {
+            let error = executor.query(bomb).unwrap_err();
+            assert!(
+                matches!(
+                    error,
+                    QueryError::ValueTooBig {
+                        limit_bytes: 1_048_576
+                    }
+                ),
+                "{bomb}: {error}"
+            );
+        }
+        let fits = executor.query("SELECT length(randomblob(1000))").unwrap();
+        assert!(matches!(fits.rows[0][0], Value::Integer(1000)));
+    }
+
     /// The authorizer and SQLite's read-only verdict must stop writes on
     /// their own, without the parser check in front of them.
     #[test]
@@ -304,7 +352,7 @@ mod tests {
             .unwrap();
         drop(setup);
         let before = std::fs::read(&db).unwrap();
-        let guarded = connect(&db).unwrap();
+        let guarded = connect(&db, &ExecConfig::default()).unwrap();
         let copy = dir.path().join("copy.db");
         for sql in [
             "DELETE FROM t".to_string(),

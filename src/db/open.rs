@@ -18,10 +18,26 @@ const PROGRESS_STEPS: i32 = 4_000;
 /// Opens `path` read-only (read-only flags and a `mode=ro` URI), after
 /// checking that it exists and is a SQLite file, and reads its schema once so
 /// a corrupt header fails here rather than in the middle of a search.
+///
+/// A database in WAL mode that no connection holds open (it has no `-shm`
+/// file beside it) is opened as immutable: a plain read-only open would
+/// create `-wal` and `-shm` files beside the user's file and leave them
+/// there, or fail where the folder cannot be written. Immutable means
+/// SQLite assumes nobody writes the file while it is read. When a `-shm`
+/// file exists, another process has the database open, perhaps writing,
+/// and the plain read-only open shares its log: readers see committed
+/// snapshots and never block the writer.
 pub fn open_read_only(path: &Path) -> Result<Connection> {
-    check_sqlite_file(path)?;
+    let journal = check_sqlite_file(path)?;
     let absolute = std::fs::canonicalize(path).map_err(|e| Error::io(path, e))?;
-    let uri = format!("file:{}?mode=ro", uri_escape(&absolute.to_string_lossy()));
+    let mut shm = absolute.clone().into_os_string();
+    shm.push("-shm");
+    let immutable = journal == Journal::Wal && !Path::new(&shm).exists();
+    let uri = format!(
+        "file:{}?mode=ro{}",
+        uri_escape(&absolute.to_string_lossy()),
+        if immutable { "&immutable=1" } else { "" }
+    );
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
         | OpenFlags::SQLITE_OPEN_URI
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -31,7 +47,18 @@ pub fn open_read_only(path: &Path) -> Result<Connection> {
     Ok(conn)
 }
 
-fn check_sqlite_file(path: &Path) -> Result<()> {
+/// How a database file keeps its journal, from its header.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Journal {
+    Rollback,
+    Wal,
+}
+
+/// Bytes 18 and 19 of the header: the file format's write and read
+/// versions, 2 for WAL.
+const VERSIONS_AT: usize = 18;
+
+fn check_sqlite_file(path: &Path) -> Result<Journal> {
     let metadata = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -49,12 +76,16 @@ fn check_sqlite_file(path: &Path) -> Result<()> {
     if metadata.len() == 0 {
         return Err(not_sqlite("the file is empty"));
     }
-    let mut header = [0u8; 16];
+    let mut header = [0u8; VERSIONS_AT + 2];
     let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    if file.read_exact(&mut header).is_err() || &header != SQLITE_MAGIC {
+    if file.read_exact(&mut header).is_err() || &header[..16] != SQLITE_MAGIC {
         return Err(not_sqlite("it lacks the SQLite file header"));
     }
-    Ok(())
+    if header[VERSIONS_AT..] == [2, 2] {
+        Ok(Journal::Wal)
+    } else {
+        Ok(Journal::Rollback)
+    }
 }
 
 /// Escapes the characters that would end or alter the path part of a URI.
@@ -128,6 +159,64 @@ impl Deadline {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn listing(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// A database in WAL mode, closed by its writer (which removes the log
+    /// files on close).
+    fn wal_database() -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.sqlite");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);",
+        )
+        .unwrap();
+        drop(conn);
+        (dir, path)
+    }
+
+    #[test]
+    fn a_wal_database_is_read_without_leaving_files_beside_it() {
+        let (dir, path) = wal_database();
+        assert_eq!(check_sqlite_file(&path).unwrap(), Journal::Wal);
+        let before = listing(dir.path());
+        let bytes = std::fs::read(&path).unwrap();
+        let conn = open_read_only(&path).unwrap();
+        let x: i64 = conn.query_row("SELECT x FROM t", [], |r| r.get(0)).unwrap();
+        assert_eq!(x, 1);
+        drop(conn);
+        assert_eq!(listing(dir.path()), before);
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    }
+
+    #[test]
+    fn a_wal_database_being_written_is_read_beside_its_writer() {
+        let (_dir, path) = wal_database();
+        let writer = Connection::open(&path).unwrap();
+        writer.execute("INSERT INTO t VALUES (2)", []).unwrap();
+        let reader = open_read_only(&path).unwrap();
+        let count = |c: &Connection| -> i64 {
+            c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(count(&reader), 2);
+        // A read in progress neither blocks the writer nor sees its rows
+        // before they are committed.
+        reader.execute_batch("BEGIN").unwrap();
+        assert_eq!(count(&reader), 2);
+        writer.execute("INSERT INTO t VALUES (3)", []).unwrap();
+        assert_eq!(count(&reader), 2);
+        reader.execute_batch("COMMIT").unwrap();
+        assert_eq!(count(&reader), 3);
+    }
 
     #[test]
     fn escapes_uri_specials() {
