@@ -119,6 +119,11 @@ enum Command {
         /// Folder for runs.csv and the PNG and SVG plots.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// An earlier report's runs.csv: its rows join the table, CSV and
+        /// plots (not the question-by-question pairs), except those a run
+        /// given here replaces (same dataset, series and budget).
+        #[arg(long)]
+        earlier: Option<PathBuf>,
         /// Print the rows as JSON.
         #[arg(long)]
         json: bool,
@@ -836,8 +841,15 @@ fn bench(args: BenchArgs) -> Result<()> {
     output::print(args.json, &summary, output::bench_summary_text)
 }
 
-fn report(runs: &[PathBuf], out: Option<&Path>, json: bool) -> Result<()> {
-    let rows = iesr::eval::report::load_runs(runs)?;
+fn report(runs: &[PathBuf], out: Option<&Path>, earlier: Option<&Path>, json: bool) -> Result<()> {
+    let folders = iesr::eval::report::load_runs(runs)?;
+    let pairs = iesr::eval::report::pairs(&folders)?;
+    let mut rows = match earlier {
+        Some(csv) => iesr::eval::report::earlier_rows(csv, &folders)?,
+        None => Vec::new(),
+    };
+    rows.extend(folders);
+    iesr::eval::report::sort_rows(&mut rows);
     if let Some(dir) = out {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let csv = dir.join("runs.csv");
@@ -845,7 +857,6 @@ fn report(runs: &[PathBuf], out: Option<&Path>, json: bool) -> Result<()> {
         let plots = iesr::eval::plot::write_plots(&rows, dir)?;
         eprintln!("wrote {} and {} plots", csv.display(), plots.len());
     }
-    let pairs = iesr::eval::report::pairs(&rows)?;
     let report = output::RunsReport { runs: rows, pairs };
     output::print(json, &report, output::runs_report_text)
 }
@@ -949,7 +960,12 @@ fn run(command: Command) -> Result<()> {
             Ok(())
         }
         Command::Bench(args) => bench(args),
-        Command::Report { runs, out, json } => report(&runs, out.as_deref(), json),
+        Command::Report {
+            runs,
+            out,
+            earlier,
+            json,
+        } => report(&runs, out.as_deref(), earlier.as_deref(), json),
         Command::BenchLlm(args) => bench_llm(args),
         Command::Chat {
             model,

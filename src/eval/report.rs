@@ -10,11 +10,12 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// One run, flattened for tables, CSV and plots.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRow {
     /// The run's folder name.
     pub run: String,
-    /// The run's folder.
+    /// The run's folder; empty for a row read back from an earlier
+    /// report's CSV.
     #[serde(skip)]
     pub dir: PathBuf,
     pub dataset: String,
@@ -127,8 +128,13 @@ pub fn load_runs(dirs: &[PathBuf]) -> Result<Vec<RunRow>> {
         .iter()
         .map(|d| load_run(d))
         .collect::<Result<Vec<_>>>()?;
-    rows.sort_by(|a, b| (&a.dataset, &a.series, a.budget).cmp(&(&b.dataset, &b.series, b.budget)));
+    sort_rows(&mut rows);
     Ok(rows)
+}
+
+/// Rows in report order: by dataset, series, then budget.
+pub fn sort_rows(rows: &mut [RunRow]) {
+    rows.sort_by(|a, b| (&a.dataset, &a.series, a.budget).cmp(&(&b.dataset, &b.series, b.budget)));
 }
 
 /// Two runs on the same dataset, compared question by question.
@@ -166,6 +172,31 @@ pub fn pairs(rows: &[RunRow]) -> Result<Vec<PairRow>> {
         }
     }
     Ok(pairs)
+}
+
+/// The rows of an earlier report's `runs.csv` (whose run folders may be
+/// gone) that no row of `current` replaces: a run folder is the newer
+/// measurement of its dataset, series and budget.
+pub fn earlier_rows(path: &Path, current: &[RunRow]) -> Result<Vec<RunRow>> {
+    let failed = |e: csv::Error| {
+        Error::InvalidArgument(format!(
+            "cannot read {} as a report's runs.csv: {e}",
+            path.display()
+        ))
+    };
+    let mut reader = csv::Reader::from_path(path).map_err(failed)?;
+    let mut rows = Vec::new();
+    for row in reader.deserialize::<RunRow>() {
+        let row = row.map_err(failed)?;
+        let replaced = current.iter().any(|c| {
+            (&c.dataset, &c.series, c.budget) == (&row.dataset, &row.series, row.budget)
+                || c.run == row.run
+        });
+        if !replaced {
+            rows.push(row);
+        }
+    }
+    Ok(rows)
 }
 
 pub fn write_csv(rows: &[RunRow], path: &Path) -> Result<()> {
@@ -238,9 +269,24 @@ mod tests {
 
         let csv_path = root.path().join("runs.csv");
         write_csv(&rows, &csv_path).unwrap();
-        let csv = std::fs::read_to_string(csv_path).unwrap();
+        let csv = std::fs::read_to_string(&csv_path).unwrap();
         assert!(csv.starts_with("run,dataset,model,series,method,budget,"));
         assert_eq!(csv.lines().count(), 4);
+
+        // Read back beside a newer iesr-8 run, the older iesr-8 row gives
+        // way; the others stay, without a folder.
+        let newer = run_dir(root.path(), "iesr-8-new", &summary(&iesr(8), 25.0, 30));
+        let current = load_runs(&[newer]).unwrap();
+        let earlier = earlier_rows(&csv_path, &current).unwrap();
+        let kept: Vec<&str> = earlier.iter().map(|r| r.run.as_str()).collect();
+        assert_eq!(kept, ["iesr-2", "abl"]);
+        assert_eq!(
+            earlier[0],
+            RunRow {
+                dir: PathBuf::new(),
+                ..rows[0].clone()
+            }
+        );
     }
 
     #[test]
