@@ -19,20 +19,23 @@ const PROGRESS_STEPS: i32 = 4_000;
 /// checking that it exists and is a SQLite file, and reads its schema once so
 /// a corrupt header fails here rather than in the middle of a search.
 ///
-/// A database in WAL mode that no connection holds open (it has no `-shm`
-/// file beside it) is opened as immutable: a plain read-only open would
-/// create `-wal` and `-shm` files beside the user's file and leave them
-/// there, or fail where the folder cannot be written. Immutable means
-/// SQLite assumes nobody writes the file while it is read. When a `-shm`
-/// file exists, another process has the database open, perhaps writing,
-/// and the plain read-only open shares its log: readers see committed
-/// snapshots and never block the writer.
+/// A database in WAL mode that no connection holds open (no `-shm` or
+/// `-wal` file beside it) is opened as immutable: a plain read-only open
+/// would create both files beside the user's file and leave them there, or
+/// fail where the folder cannot be written. Immutable means SQLite assumes
+/// nobody writes the file while it is read. When either file exists,
+/// another process has the database open, perhaps writing (or left a log
+/// that is not yet in the file), and the plain read-only open reads the
+/// log too: readers see committed snapshots and never block the writer.
 pub fn open_read_only(path: &Path) -> Result<Connection> {
     let journal = check_sqlite_file(path)?;
     let absolute = std::fs::canonicalize(path).map_err(|e| Error::io(path, e))?;
-    let mut shm = absolute.clone().into_os_string();
-    shm.push("-shm");
-    let immutable = journal == Journal::Wal && !Path::new(&shm).exists();
+    let beside = |suffix: &str| {
+        let mut name = absolute.clone().into_os_string();
+        name.push(suffix);
+        Path::new(&name).exists()
+    };
+    let immutable = journal == Journal::Wal && !beside("-shm") && !beside("-wal");
     let uri = format!(
         "file:{}?mode=ro{}",
         uri_escape(&absolute.to_string_lossy()),
@@ -216,6 +219,27 @@ mod tests {
         assert_eq!(count(&reader), 2);
         reader.execute_batch("COMMIT").unwrap();
         assert_eq!(count(&reader), 3);
+    }
+
+    #[test]
+    fn a_log_left_beside_a_wal_database_is_read() {
+        let (_dir, path) = wal_database();
+        let writer = Connection::open(&path).unwrap();
+        writer.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+        writer.execute("INSERT INTO t VALUES (2)", []).unwrap();
+        // The file and its log copied without the shared-memory file: the
+        // second row is only in the log.
+        let copy = tempfile::tempdir().unwrap();
+        let copied = copy.path().join("app.sqlite");
+        std::fs::copy(&path, &copied).unwrap();
+        let mut log = path.clone().into_os_string();
+        log.push("-wal");
+        std::fs::copy(&log, copy.path().join("app.sqlite-wal")).unwrap();
+        let conn = open_read_only(&copied).unwrap();
+        let count: i64 = conn
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(count, 2);
     }
 
     #[test]
