@@ -423,7 +423,6 @@ fn spelling_similarity(a: &str, b: &str) -> f64 {
     strsim::normalized_damerau_levenshtein(&a.to_lowercase(), &b.to_lowercase())
 }
 
-/// The text after `marker` in `error`, trimmed of quotes and spaces.
 /// The word of SQLite's `near "word": syntax error`.
 fn syntax_error_near(error: &str) -> Option<&str> {
     let start = error.find("near \"")? + "near \"".len();
@@ -434,6 +433,7 @@ fn syntax_error_near(error: &str) -> Option<&str> {
         .then_some(word)
 }
 
+/// The text after `marker` in `error`, trimmed of quotes and spaces.
 fn after<'a>(error: &'a str, marker: &str) -> Option<&'a str> {
     let start = error.find(marker)? + marker.len();
     let rest = error[start..].trim();
