@@ -203,6 +203,13 @@ struct ModelArgs {
     /// URL instead of a local model; the key is read from OPENAI_API_KEY.
     #[arg(long)]
     openai_url: Option<String>,
+    /// Longest wait for one answer of the --openai-url server, in seconds.
+    #[arg(long, default_value_t = 600.0)]
+    openai_timeout: f64,
+    /// Retries of a request to the --openai-url server that failed in a way
+    /// that may pass (connection refused or cut, HTTP 429 or 5xx).
+    #[arg(long, default_value_t = iesr::llm::openai::DEFAULT_RETRIES)]
+    openai_retries: u32,
     /// Guessed tokens the candle backend checks per forward pass (guesses
     /// are looked up in the prompt, the answer and recent answers), in
     /// calls of one completion and, on CPU, of up to 3; 0 decodes one token
@@ -633,12 +640,15 @@ impl ModelArgs {
 /// pulled yet is pulled first.
 fn open_model(args: &ModelArgs) -> Result<Arc<dyn LanguageModel>> {
     if let Some(url) = &args.openai_url {
-        return Ok(Arc::new(OpenAiModel::new(
-            url,
-            &args.model,
-            std::env::var("OPENAI_API_KEY").ok(),
-            Duration::from_secs(600),
-        )));
+        return Ok(Arc::new(
+            OpenAiModel::new(
+                url,
+                &args.model,
+                std::env::var("OPENAI_API_KEY").ok(),
+                seconds(args.openai_timeout, "--openai-timeout")?,
+            )
+            .with_retries(args.openai_retries),
+        ));
     }
     ensure_pulled(&args.model)?;
     match args.backend {

@@ -9,11 +9,70 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
+/// Retries of a request that failed in a way that may pass (the connection
+/// refused, reset or closed mid-answer; HTTP 429 or 5xx) by default.
+pub const DEFAULT_RETRIES: u32 = 2;
+
+/// Wait before the first retry; each later one waits four times longer.
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+
 pub struct OpenAiModel {
     base_url: String,
     model: String,
     api_key: Option<String>,
     agent: ureq::Agent,
+    timeout: Duration,
+    retries: u32,
+}
+
+/// Why one request failed, and whether trying again may help.
+struct Failure {
+    detail: String,
+    transient: bool,
+}
+
+impl Failure {
+    fn of(error: &ureq::Error, timeout: Duration) -> Self {
+        use std::io::ErrorKind;
+        if let ureq::Error::Timeout(_) = error {
+            // A hung server is not tried again: the timeout is the
+            // longest a user waits.
+            return Failure::fatal(format!(
+                "no answer within {} s; pass a larger --openai-timeout if the server is only slow",
+                timeout.as_secs_f64()
+            ));
+        }
+        let transient = match error {
+            ureq::Error::ConnectionFailed | ureq::Error::Protocol(_) => true,
+            ureq::Error::Io(e) => matches!(
+                e.kind(),
+                ErrorKind::ConnectionRefused
+                    | ErrorKind::ConnectionReset
+                    | ErrorKind::ConnectionAborted
+                    | ErrorKind::BrokenPipe
+                    | ErrorKind::UnexpectedEof
+            ),
+            _ => false,
+        };
+        Failure {
+            detail: error.to_string(),
+            transient,
+        }
+    }
+
+    fn status(status: ureq::http::StatusCode, text: &str) -> Self {
+        Failure {
+            detail: format!("server answered {status}: {text}"),
+            transient: status.as_u16() == 429 || status.is_server_error(),
+        }
+    }
+
+    fn fatal(detail: String) -> Self {
+        Failure {
+            detail,
+            transient: false,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -50,7 +109,8 @@ struct PromptDetails {
 }
 
 impl OpenAiModel {
-    /// `base_url` is the server's root (`http://host:8000`) or its `/v1`.
+    /// `base_url` is the server's root (`http://host:8000`) or its `/v1`;
+    /// `timeout` bounds each request, from connecting to the answer's end.
     pub fn new(base_url: &str, model: &str, api_key: Option<String>, timeout: Duration) -> Self {
         let root = base_url.trim_end_matches('/');
         let root = root.strip_suffix("/v1").unwrap_or(root);
@@ -64,7 +124,15 @@ impl OpenAiModel {
             model: model.to_string(),
             api_key,
             agent,
+            timeout,
+            retries: DEFAULT_RETRIES,
         }
+    }
+
+    /// Tries a request that failed transiently up to `retries` more times.
+    pub fn with_retries(mut self, retries: u32) -> Self {
+        self.retries = retries;
+        self
     }
 
     fn body(&self, prompt: &Prompt, sampling: &Sampling, n: usize, seed: u64) -> (String, Value) {
@@ -103,21 +171,51 @@ impl OpenAiModel {
     }
 
     fn post(&self, url: &str, body: &Value) -> Result<Response> {
-        let failed = |detail: String| Error::Inference(format!("{url}: {}", first_line(detail)));
+        let mut backoff = FIRST_BACKOFF;
+        let mut attempt = 0;
+        loop {
+            match self.post_once(url, body) {
+                Ok(response) => return Ok(response),
+                Err(failure) if failure.transient && attempt < self.retries => {
+                    attempt += 1;
+                    std::thread::sleep(backoff);
+                    backoff *= 4;
+                }
+                Err(failure) => {
+                    let tries = if attempt > 0 {
+                        format!(" (after {} tries)", attempt + 1)
+                    } else {
+                        String::new()
+                    };
+                    return Err(Error::Inference(format!(
+                        "{url}: {}{tries}",
+                        first_line(failure.detail)
+                    )));
+                }
+            }
+        }
+    }
+
+    fn post_once(&self, url: &str, body: &Value) -> std::result::Result<Response, Failure> {
         let mut request = self.agent.post(url);
         if let Some(key) = &self.api_key {
             request = request.header("Authorization", &format!("Bearer {key}"));
         }
-        let mut response = request.send_json(body).map_err(|e| failed(e.to_string()))?;
+        let mut response = request
+            .send_json(body)
+            .map_err(|e| Failure::of(&e, self.timeout))?;
         let status = response.status();
         let text = response
             .body_mut()
             .read_to_string()
-            .map_err(|e| failed(e.to_string()))?;
+            .map_err(|e| Failure::of(&e, self.timeout))?;
         if !status.is_success() {
-            return Err(failed(format!("server answered {status}: {text}")));
+            return Err(Failure::status(status, &text));
         }
-        serde_json::from_str(&text).map_err(|e| failed(format!("unexpected response ({e})")))
+        serde_json::from_str(&text).map_err(|e| {
+            let start: String = text.chars().take(80).collect();
+            Failure::fatal(format!("not an OpenAI-style answer ({e}): {start}"))
+        })
     }
 }
 

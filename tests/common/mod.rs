@@ -2,6 +2,8 @@
 //! scratch copies of real databases.
 #![allow(dead_code)]
 
+pub mod fake_openai;
+
 use iesr::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
 use std::path::{Path, PathBuf};
 
