@@ -39,6 +39,11 @@ pub enum Error {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("table file {}: {detail}", path.display())]
     TableFile { path: PathBuf, detail: String },
     #[error("dataset {}: {detail}", path.display())]
@@ -86,6 +91,14 @@ impl Error {
 
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// A file or folder that could not be created or written.
+    pub fn write(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Write {
             path: path.into(),
             source,
         }

@@ -825,7 +825,7 @@ fn search(args: SearchArgs) -> Result<()> {
         engine.answer_with_progress(&args.question, args.hint.as_deref(), &mut progress)?;
     if let Some(path) = &args.trace {
         let text = serde_json::to_string_pretty(&answer.trace).expect("traces serialize");
-        std::fs::write(path, text).map_err(|e| Error::io(path, e))?;
+        std::fs::write(path, text).map_err(|e| Error::write(path, e))?;
     }
     if args.explain && !args.json {
         output::print_text(&output::tree_text(&answer.trace))?;
@@ -861,7 +861,7 @@ fn report(runs: &[PathBuf], out: Option<&Path>, earlier: Option<&Path>, json: bo
     rows.extend(folders);
     iesr::eval::report::sort_rows(&mut rows);
     if let Some(dir) = out {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
         let csv = dir.join("runs.csv");
         iesr::eval::report::write_csv(&rows, &csv)?;
         let plots = iesr::eval::plot::write_plots(&rows, dir)?;

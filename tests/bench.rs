@@ -1,5 +1,7 @@
 //! `iesr bench`: a killed and resumed run ends with the same predictions
-//! and summary as an uninterrupted one.
+//! and summary as an uninterrupted one; a full disk or an output folder
+//! that cannot be made stops the run with a clear error and loses no
+//! finished question.
 
 mod common;
 
@@ -13,6 +15,10 @@ fn spider() -> PathBuf {
 }
 
 fn bench(out: &Path, limit: usize, resume: bool) -> std::process::Output {
+    bench_with(out, limit, resume, &[])
+}
+
+fn bench_with(out: &Path, limit: usize, resume: bool, extra: &[&str]) -> std::process::Output {
     let mut command = Command::cargo_bin("iesr").unwrap();
     command
         .args([
@@ -31,6 +37,7 @@ fn bench(out: &Path, limit: usize, resume: bool) -> std::process::Output {
         .arg(limit.to_string())
         .arg("--out")
         .arg(out);
+    command.args(extra);
     if resume {
         command.arg("--resume");
     }
@@ -136,4 +143,49 @@ fn resumed_run_equals_uninterrupted_run() {
             assert!(report_dir.join(format!("spider-{plot}.{ext}")).is_file());
         }
     }
+}
+
+#[test]
+fn a_full_disk_stops_the_run_without_losing_finished_questions() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    // The second question's trace lands on a device that is always full.
+    std::fs::create_dir_all(out.join("traces")).unwrap();
+    let blocked = out.join("traces/1.json");
+    std::os::unix::fs::symlink("/dev/full", &blocked).unwrap();
+    let greedy = ["--method", "greedy"];
+    let failed = bench_with(&out, 2, false, &greedy);
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(!failed.status.success());
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("cannot write") && stderr.contains("No space left on device"),
+        "{stderr}"
+    );
+    assert_eq!(sql_by_question(&out).len(), 1);
+
+    // Space again: the run resumes from the finished question.
+    std::fs::remove_file(&blocked).unwrap();
+    let resumed = bench_with(&out, 2, true, &greedy);
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    assert_eq!(sql_by_question(&out).len(), 2);
+}
+
+#[test]
+fn an_output_folder_that_cannot_be_made_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let failed = bench_with(&file.join("run"), 1, false, &["--method", "greedy"]);
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(!failed.status.success());
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("cannot write") && stderr.contains("Not a directory"),
+        "{stderr}"
+    );
 }

@@ -80,7 +80,7 @@ pub fn run(
     config: &BenchConfig,
 ) -> Result<BenchSummary> {
     let traces = config.out.join("traces");
-    std::fs::create_dir_all(&traces).map_err(|e| Error::io(&traces, e))?;
+    std::fs::create_dir_all(&traces).map_err(|e| Error::write(&traces, e))?;
     let path = config.out.join(PREDICTIONS);
     let mut done = read_records(&path)?;
     if !done.is_empty() && !config.resume {
@@ -95,7 +95,7 @@ pub fn run(
     let mut file = std::fs::OpenOptions::new()
         .append(true)
         .open(&path)
-        .map_err(|e| Error::io(&path, e))?;
+        .map_err(|e| Error::write(&path, e))?;
 
     let todo: Vec<&Example> = dataset
         .examples
@@ -130,11 +130,11 @@ pub fn run(
         };
         let trace_path = traces.join(format!("{}.json", example.question_id));
         let trace = serde_json::to_string_pretty(&answer.trace).expect("traces serialize");
-        std::fs::write(&trace_path, trace).map_err(|e| Error::io(&trace_path, e))?;
+        std::fs::write(&trace_path, trace).map_err(|e| Error::write(&trace_path, e))?;
         let line = serde_json::to_string(&record).expect("records serialize");
         writeln!(file, "{line}")
             .and_then(|_| file.flush())
-            .map_err(|e| Error::io(&path, e))?;
+            .map_err(|e| Error::write(&path, e))?;
         let one = Predictions::Sql(HashMap::from([(
             record.question_id.clone(),
             record.sql.clone(),
@@ -167,7 +167,7 @@ pub fn run(
     };
     let summary_path = config.out.join("summary.json");
     let text = serde_json::to_string_pretty(&summary).expect("summaries serialize");
-    std::fs::write(&summary_path, text).map_err(|e| Error::io(&summary_path, e))?;
+    std::fs::write(&summary_path, text).map_err(|e| Error::write(&summary_path, e))?;
     Ok(summary)
 }
 
@@ -201,7 +201,7 @@ fn write_records(path: &Path, records: &[PredictionRecord]) -> Result<()> {
         text.push_str(&serde_json::to_string(record).expect("records serialize"));
         text.push('\n');
     }
-    std::fs::write(path, text).map_err(|e| Error::io(path, e))
+    std::fs::write(path, text).map_err(|e| Error::write(path, e))
 }
 
 fn spread(mut values: Vec<f64>) -> Spread {

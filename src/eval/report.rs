@@ -206,7 +206,7 @@ pub fn write_csv(rows: &[RunRow], path: &Path) -> Result<()> {
     for row in rows {
         writer.serialize(row).map_err(failed)?;
     }
-    writer.flush().map_err(|e| Error::io(path, e))
+    writer.flush().map_err(|e| Error::write(path, e))
 }
 
 #[cfg(test)]

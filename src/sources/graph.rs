@@ -46,7 +46,7 @@ impl Graph {
         let store = dir.join(format!("{key:032x}.sqlite"));
         if !store.is_file() {
             let triples = read_triples(file)?;
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+            std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
             write_store(&triples, &store)?;
         }
         let conn = Connection::open_with_flags(&store, OpenFlags::SQLITE_OPEN_READ_ONLY)
@@ -165,7 +165,7 @@ impl Graph {
         let path = dir.join(format!("{:032x}.sqlite", hasher.digest128()));
         if !path.is_file() {
             let triples = self.subgraph(&linked, hops)?;
-            std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+            std::fs::create_dir_all(&dir).map_err(|e| Error::write(&dir, e))?;
             write_relation_tables(&triples, &path)?;
         }
         Ok(path)

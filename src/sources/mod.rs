@@ -70,7 +70,7 @@ fn cached_database(
         return Ok(path);
     }
     let tables = tables()?;
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    std::fs::create_dir_all(&dir).map_err(|e| Error::write(&dir, e))?;
     store::write_new(&tables, &path, Overwrite::Replace)?;
     Ok(path)
 }
