@@ -7,9 +7,10 @@
 #          --data-dir ../shared/datasets/spider --method greedy --limit 8
 # Env: KILLS (default 20), SEED (for the delays, default 1), IESR (the
 #      binary, default target/release/iesr). Each kill comes after a random
-#      delay up to a third of the uninterrupted run's time, so kills land in
-#      model loading, decoding, execution and writing alike, and the run
-#      still advances between them.
+#      delay of up to three times the uninterrupted run's time over KILLS,
+#      so kills land in model loading, decoding, execution and writing
+#      alike, and the run advances between them but is still unfinished at
+#      most kills.
 # Prints one line per kill and exits 1 if the predictions differ.
 set -euo pipefail
 out=${1:?usage: scripts/kill_resume.sh OUT [bench arguments...]}
@@ -26,7 +27,7 @@ rm -rf "$out/whole" "$out/killed"
 started=$(date +%s%N)
 "$iesr" bench "$@" --out "$out/whole" > /dev/null
 # The longest delay, in tenths of a second.
-max_delay=$(( ($(date +%s%N) - started) / 300000000 + 1 ))
+max_delay=$(( ($(date +%s%N) - started) * 3 / kills / 100000000 + 1 ))
 
 for kill in $(seq 1 "$kills"); do
   delay=$(( RANDOM % max_delay + 1 ))

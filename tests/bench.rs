@@ -189,3 +189,28 @@ fn an_output_folder_that_cannot_be_made_is_a_clear_error() {
         "{stderr}"
     );
 }
+
+/// Seven greedy answers in one run, and the seventh again after a restart:
+/// cached prompt states of earlier questions must not change it (before
+/// they were reused only in whole aligned blocks, this question's query
+/// differed).
+#[test]
+fn a_resumed_run_answers_each_question_as_the_whole_run_did() {
+    let dir = tempfile::tempdir().unwrap();
+    let (whole, parts) = (dir.path().join("whole"), dir.path().join("parts"));
+    let greedy = ["--method", "greedy"];
+    assert!(bench_with(&whole, 7, false, &greedy).status.success());
+    let answers = sql_by_question(&whole);
+    // The first six as the whole run wrote them, then the seventh alone.
+    std::fs::create_dir_all(&parts).unwrap();
+    let text = std::fs::read_to_string(whole.join("predictions.jsonl")).unwrap();
+    let first_six: String = text.lines().take(6).map(|l| format!("{l}\n")).collect();
+    std::fs::write(parts.join("predictions.jsonl"), first_six).unwrap();
+    let resumed = bench_with(&parts, 7, true, &greedy);
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    assert_eq!(sql_by_question(&parts), answers);
+}

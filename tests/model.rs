@@ -284,7 +284,7 @@ fn hidden_positions_leave_rows_as_if_never_fed() {
         let mut cache = t.new_cache(1, 64).unwrap();
         feed(&mut cache, &[&[ids.as_slice(), tail].concat()]).remove(0)
     };
-    let (single, _, _) = model.prefill(&ids, 64).unwrap();
+    let single = model.prefill(&ids, 64).unwrap().cache;
     let prompt = single.snapshot(0, ids.len()).unwrap();
     let mut batch = KvCache::from_snapshot(&prompt, 2, 64, t.device()).unwrap();
     // Row 0 keeps a b, row 1 keeps a: the last position goes, and row 1
@@ -335,4 +335,50 @@ fn the_reviewer_finds_the_question_likelier_after_the_query_that_answers_it() {
     for (a, b) in count.iter().zip(&again) {
         assert!((a.log_prob - b.log_prob).abs() < 1e-3, "{a:?} {b:?}");
     }
+}
+
+/// A prompt whose long schema part is shared with other questions.
+fn wide_schema_prompt(question: &str) -> Prompt {
+    let tables: String = (0..24)
+        .map(|i| {
+            format!("CREATE TABLE t{i} (id INTEGER PRIMARY KEY, name{i} TEXT, value{i} REAL);\n")
+        })
+        .collect();
+    Prompt::Chat(vec![
+        ChatMessage::new("system", "Answer with one SQLite query."),
+        ChatMessage::new("user", format!("{tables}\nQuestion: {question}")),
+    ])
+}
+
+/// Whether a greedy answer changes with the questions before it is
+/// checked end to end in `tests/bench.rs`
+/// (`a_resumed_run_answers_each_question_as_the_whole_run_did`); here, that
+/// the prefix cache still serves later questions and gives the fresh
+/// result.
+#[test]
+fn an_answer_does_not_depend_on_the_questions_before_it() {
+    let later = wide_schema_prompt("How many rows does t3 have?");
+    let earlier = wide_schema_prompt("How many rows does t3 have, counting all of them?");
+    let score = |model: &LocalModel| {
+        model
+            .score(&later, "SELECT COUNT(*) FROM t3")
+            .unwrap()
+            .unwrap()
+    };
+    let fresh = score(&gguf::load(&model_path()).unwrap());
+
+    // After another question on the same schema, the shared prefix comes
+    // from the cache, and the result is bit for bit the fresh one.
+    let model = gguf::load(&model_path()).unwrap();
+    model.generate(&earlier, &greedy(8)).unwrap();
+    model.begin_question();
+    let after = score(&model);
+    assert!(after.usage.cached_prompt_tokens >= 128, "{after:?}");
+    assert_eq!(after.log_prob, fresh.log_prob);
+
+    // Within one question, every shared position is reused.
+    let model = gguf::load(&model_path()).unwrap();
+    model.generate(&earlier, &greedy(8)).unwrap();
+    let unbounded = score(&model);
+    assert!(unbounded.usage.cached_prompt_tokens > after.usage.cached_prompt_tokens);
 }

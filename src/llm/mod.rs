@@ -180,6 +180,12 @@ pub trait LanguageModel: Send + Sync {
     fn score(&self, _prompt: &Prompt, _continuation: &str) -> Result<Option<ContinuationScore>> {
         Ok(None)
     }
+
+    /// Marks the start of a new question: the calls that follow must
+    /// answer as they would in a fresh process, whatever earlier questions
+    /// left in caches (a resumed bench run then equals an uninterrupted
+    /// one). Caches may still save their work.
+    fn begin_question(&self) {}
 }
 
 /// Picks a device from `cpu` or `cuda:N` (the latter needs the `cuda` feature).

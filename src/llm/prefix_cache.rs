@@ -2,56 +2,131 @@
 //! reuses the longest cached prefix of its prompt and computes only the
 //! rest; entries are dropped least recently used first when the memory
 //! budget is exceeded.
+//!
+//! A position's states come out slightly different depending on how many
+//! positions were computed with it in one pass, so reusing states computed
+//! for another prompt can change what a greedy call writes. Prompts are
+//! therefore computed in blocks aligned to multiples of the block length,
+//! and an entry records how many of its positions came from whole aligned
+//! blocks (`exact`): those equal what a prefill from scratch computes.
+//! Entries of earlier questions (earlier epochs) are reused only that far,
+//! so an answer does not depend on which questions came before it (a
+//! resumed run equals an uninterrupted one); entries of the current
+//! question are reused wholly, its calls being made in the same order
+//! every time.
 
 use super::kv::KvSnapshot;
 
 pub struct PrefixCache {
     entries: Vec<Entry>,
     budget_bytes: usize,
+    block: usize,
+    epoch: u64,
     clock: u64,
 }
 
 struct Entry {
     tokens: Vec<u32>,
     kv: KvSnapshot,
+    /// Leading positions computed in whole aligned blocks.
+    exact: usize,
+    epoch: u64,
     last_used: u64,
 }
 
+/// Cached states a prompt can start from.
+pub struct Hit {
+    pub kv: KvSnapshot,
+    /// Positions reused.
+    pub shared: usize,
+    /// Leading positions of those that came from whole aligned blocks.
+    pub exact: usize,
+}
+
+impl Hit {
+    /// Whether computing on from here in aligned blocks gives what a
+    /// prefill from scratch gives.
+    pub fn continues_exactly(&self, block: usize) -> bool {
+        self.shared == self.exact && self.shared.is_multiple_of(block)
+    }
+}
+
 impl PrefixCache {
-    pub fn new(budget_bytes: usize) -> Self {
+    /// `block` is the prefill's pass length, to which reuse of earlier
+    /// questions' states is aligned.
+    pub fn new(budget_bytes: usize, block: usize) -> Self {
         PrefixCache {
             entries: Vec::new(),
             budget_bytes,
+            block,
+            epoch: 0,
             clock: 0,
         }
     }
 
-    /// The cached states sharing the longest prefix with `tokens`, and how
-    /// many positions of it apply (at most `max_len`).
-    pub fn lookup(&mut self, tokens: &[u32], max_len: usize) -> Option<(KvSnapshot, usize)> {
+    /// From now on, every entry counts as an earlier question's.
+    pub fn new_epoch(&mut self) {
+        self.epoch += 1;
+    }
+
+    /// The cached states sharing the longest usable prefix with `tokens`
+    /// (at most `max_len` positions): the current question's entries as
+    /// far as they match, earlier ones up to their last whole aligned block
+    /// and only where the current question's best match would go on in
+    /// aligned blocks from an exact start anyway.
+    pub fn lookup(&mut self, tokens: &[u32], max_len: usize) -> Option<Hit> {
         self.clock += 1;
-        let (best, shared) = self
-            .entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (i, common_prefix(&e.tokens, tokens).min(max_len)))
-            .max_by_key(|&(_, shared)| shared)?;
-        if shared == 0 {
-            return None;
-        }
-        let entry = &mut self.entries[best];
+        let block = self.block;
+        let usable = |e: &Entry| {
+            let shared = common_prefix(&e.tokens, tokens).min(max_len);
+            if e.epoch == self.epoch {
+                shared
+            } else {
+                shared.min(e.exact) / block * block
+            }
+        };
+        let best = |current: bool| {
+            self.entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| (e.epoch == self.epoch) == current)
+                .map(|(i, e)| (i, usable(e)))
+                // Ties go to the latest used, an order that does not
+                // depend on where entries sit in the list.
+                .max_by_key(|&(i, shared)| (shared, self.entries[i].last_used))
+                .filter(|&(_, shared)| shared > 0)
+        };
+        let current = best(true);
+        let current_is_exact = current
+            .is_none_or(|(i, shared)| shared <= self.entries[i].exact && shared.is_multiple_of(block));
+        let chosen = match (current, best(false)) {
+            (Some(c), Some(e)) if current_is_exact && e.1 > c.1 => e,
+            (Some(c), _) => c,
+            (None, Some(e)) => e,
+            (None, None) => return None,
+        };
+        let (index, shared) = chosen;
+        let entry = &mut self.entries[index];
         entry.last_used = self.clock;
-        Some((entry.kv.clone(), shared))
+        Some(Hit {
+            kv: entry.kv.clone(),
+            shared,
+            exact: shared.min(entry.exact),
+        })
     }
 
-    /// Whether some entry already holds the states of all of `tokens`.
+    /// Whether an entry of the current question already holds the states
+    /// of all of `tokens`.
     pub fn covers(&self, tokens: &[u32]) -> bool {
-        self.entries.iter().any(|e| e.tokens.starts_with(tokens))
+        self.entries
+            .iter()
+            .any(|e| e.epoch == self.epoch && e.tokens.starts_with(tokens))
     }
 
-    /// Keeps the states of `tokens`; an entry whose tokens are a prefix of
-    /// these is replaced, since the new one serves every request it did.
-    pub fn insert(&mut self, tokens: Vec<u32>, kv: KvSnapshot) {
+    /// Keeps the states of `tokens`, of which the first `exact` positions
+    /// came from whole aligned blocks; an entry whose tokens are a prefix
+    /// of these is replaced, since the new one serves every request it did.
+    pub fn insert(&mut self, tokens: Vec<u32>, kv: KvSnapshot, exact: usize) {
         if kv.bytes() > self.budget_bytes {
             return;
         }
@@ -61,6 +136,8 @@ impl PrefixCache {
         self.entries.push(Entry {
             tokens,
             kv,
+            exact,
+            epoch: self.epoch,
             last_used: self.clock,
         });
         while self.bytes() > self.budget_bytes {
@@ -108,21 +185,60 @@ mod tests {
     #[test]
     fn longest_prefix_wins_and_lru_evicts() {
         let each = snapshot(4).bytes();
-        let mut cache = PrefixCache::new(2 * each);
-        cache.insert(vec![1, 2, 3, 4], snapshot(4));
-        cache.insert(vec![1, 2, 9, 9], snapshot(4));
-        let (_, shared) = cache.lookup(&[1, 2, 3, 7, 8], 4).unwrap();
-        assert_eq!(shared, 3);
-        assert_eq!(cache.lookup(&[1, 2, 3, 4, 5], 3).unwrap().1, 3);
+        let mut cache = PrefixCache::new(2 * each, 1);
+        cache.insert(vec![1, 2, 3, 4], snapshot(4), 4);
+        cache.insert(vec![1, 2, 9, 9], snapshot(4), 4);
+        let hit = cache.lookup(&[1, 2, 3, 7, 8], 4).unwrap();
+        assert_eq!((hit.shared, hit.exact), (3, 3));
+        assert_eq!(cache.lookup(&[1, 2, 3, 4, 5], 3).unwrap().shared, 3);
         assert!(cache.lookup(&[5, 6], 2).is_none());
         // [1,2,9,9] is now least recently used and makes room.
-        cache.insert(vec![7, 7, 7, 7], snapshot(4));
+        cache.insert(vec![7, 7, 7, 7], snapshot(4), 4);
         assert_eq!(cache.len(), 2);
-        assert_eq!(cache.lookup(&[1, 2, 9, 9], 4).unwrap().1, 2);
+        assert_eq!(cache.lookup(&[1, 2, 9, 9], 4).unwrap().shared, 2);
         assert!(cache.covers(&[7, 7, 7]));
         assert!(!cache.covers(&[7, 7, 7, 7, 7]));
         // An extension replaces its prefix.
-        cache.insert(vec![7, 7, 7, 7, 7], snapshot(5));
+        cache.insert(vec![7, 7, 7, 7, 7], snapshot(5), 5);
         assert!(cache.bytes() <= 2 * each + snapshot(5).bytes());
+    }
+
+    #[test]
+    fn earlier_questions_are_reused_only_in_whole_aligned_blocks() {
+        let mut cache = PrefixCache::new(1 << 20, 4);
+        let prompt: Vec<u32> = (0..12).collect();
+        // 10 tokens, the first 8 in whole blocks of 4.
+        cache.insert(prompt[..10].to_vec(), snapshot(10), 8);
+        // The same question reuses all it shares.
+        assert_eq!(cache.lookup(&prompt, 11).unwrap().shared, 10);
+        assert!(cache.covers(&prompt[..10]));
+
+        cache.new_epoch();
+        // A later one: up to the last whole aligned block it shares.
+        let hit = cache.lookup(&prompt, 11).unwrap();
+        assert_eq!((hit.shared, hit.exact), (8, 8));
+        assert!(hit.continues_exactly(4));
+        let mut other = prompt[..7].to_vec();
+        other.extend([50, 51, 52]);
+        assert_eq!(cache.lookup(&other, 9).unwrap().shared, 4);
+        assert!(cache.lookup(&[0, 1, 2, 60], 3).is_none());
+        // Not counted as holding the prompt: this question keeps its own.
+        assert!(!cache.covers(&prompt[..10]));
+
+        // This question's own entry ends inside a block: computing on from
+        // it is not a prefill from scratch, so the earlier, longer exact
+        // match must not take its place.
+        cache.insert(vec![0, 1, 2, 3, 4, 99], snapshot(6), 4);
+        let mine = cache.lookup(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9], 9).unwrap();
+        assert_eq!((mine.shared, mine.exact), (5, 4));
+        assert!(!mine.continues_exactly(4));
+        // Ending exactly on a block boundary, it may: the longer exact
+        // match gives the states computing on from it would give.
+        let mut cache = PrefixCache::new(1 << 20, 4);
+        cache.insert(prompt[..10].to_vec(), snapshot(10), 8);
+        cache.new_epoch();
+        cache.insert(vec![0, 1, 2, 3, 98], snapshot(5), 4);
+        let hit = cache.lookup(&prompt, 11).unwrap();
+        assert_eq!((hit.shared, hit.exact), (8, 8));
     }
 }

@@ -240,6 +240,10 @@ impl Engine {
         on_rollout: &mut dyn FnMut(RolloutProgress),
     ) -> Result<Answer> {
         let started = Instant::now();
+        self.model.begin_question();
+        if let Some(judge) = &self.discriminator {
+            judge.begin_question();
+        }
         let trace = Trace {
             question: question.to_string(),
             hint: hint.map(String::from),
