@@ -97,8 +97,9 @@ impl PrefixCache {
                 .filter(|&(_, shared)| shared > 0)
         };
         let current = best(true);
-        let current_is_exact = current
-            .is_none_or(|(i, shared)| shared <= self.entries[i].exact && shared.is_multiple_of(block));
+        let current_is_exact = current.is_none_or(|(i, shared)| {
+            shared <= self.entries[i].exact && shared.is_multiple_of(block)
+        });
         let chosen = match (current, best(false)) {
             (Some(c), Some(e)) if current_is_exact && e.1 > c.1 => e,
             (Some(c), _) => c,
