@@ -16,6 +16,9 @@ pub enum QueryError {
     /// A string or blob the query built grew past the limit per value.
     #[error("query stopped: a value grew past the {limit_bytes}-byte limit per value")]
     ValueTooBig { limit_bytes: usize },
+    /// SQLite's memory, across the process's connections, reached its limit.
+    #[error("query stopped: SQLite's memory reached the {limit_bytes}-byte limit")]
+    OutOfMemory { limit_bytes: usize },
     /// SQLite rejected or failed the query (syntax error, unknown column, ...).
     #[error("SQL error: {0}")]
     Sql(String),

@@ -66,6 +66,9 @@ enum Command {
         /// Longest string or blob the query may build, in bytes.
         #[arg(long, default_value_t = ExecConfig::default().max_value_bytes)]
         max_value_bytes: usize,
+        /// Most memory SQLite may hold while the query runs, in bytes.
+        #[arg(long, default_value_t = ExecConfig::default().max_memory_bytes)]
+        max_memory_bytes: usize,
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
@@ -891,12 +894,14 @@ fn run(command: Command) -> Result<()> {
             max_rows,
             timeout,
             max_value_bytes,
+            max_memory_bytes,
             json,
         } => {
             let config = ExecConfig {
                 timeout: seconds(timeout, "--timeout")?,
                 max_rows,
                 max_value_bytes,
+                max_memory_bytes,
                 ..ExecConfig::default()
             };
             let result = Executor::open(&source.database()?, config)?.query(&sql)?;

@@ -145,3 +145,22 @@ fn eval_scores_gold_and_reports_bad_predictions_files() {
     ]);
     assert!(err.contains("--data-dir"), "{err}");
 }
+
+/// SQLite's memory is bounded for the whole process: a value below the
+/// per-value limit still fails once SQLite's memory passes its limit.
+#[test]
+fn a_query_past_sqlites_memory_limit_fails_with_a_clear_error() {
+    let db = student_club();
+    let db = db.to_str().unwrap();
+    let query = "SELECT length(randomblob(10000000)) AS n";
+    iesr()
+        .args(["sql", "--db", db, query])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("10000000"));
+    let error = one_line_error(&["sql", "--db", db, "--max-memory-bytes", "8000000", query]);
+    assert!(
+        error.contains("SQLite's memory reached the 8000000-byte limit"),
+        "{error}"
+    );
+}

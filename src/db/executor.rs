@@ -33,6 +33,11 @@ pub struct ExecConfig {
     /// limit): `randomblob(1e9)` or a runaway `group_concat` fails at
     /// once instead of taking the machine's memory.
     pub max_value_bytes: usize,
+    /// Most memory SQLite may hold at once (its hard heap limit), so a
+    /// runaway query fails with an error instead of exhausting the
+    /// machine. The limit is SQLite's for the whole process: the latest
+    /// opened executor's applies to every connection.
+    pub max_memory_bytes: usize,
 }
 
 impl Default for ExecConfig {
@@ -42,6 +47,7 @@ impl Default for ExecConfig {
             max_rows: 1_000,
             cache_entries: 4_096,
             max_value_bytes: 16 << 20,
+            max_memory_bytes: 2 << 30,
         }
     }
 }
@@ -253,6 +259,11 @@ fn step_rows(
 fn connect(path: &Path, config: &ExecConfig) -> Result<GuardedConnection> {
     let mut conn = open_read_only(path)?;
     let max_value_bytes = i32::try_from(config.max_value_bytes).unwrap_or(i32::MAX);
+    let max_memory_bytes = i64::try_from(config.max_memory_bytes).unwrap_or(i64::MAX);
+    // SAFETY: sets one process-wide integer; SQLite allows it at any time.
+    unsafe {
+        rusqlite::ffi::sqlite3_hard_heap_limit64(max_memory_bytes);
+    }
     let denied = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&denied);
     let setup = |conn: &mut Connection| -> Result<Deadline, rusqlite::Error> {
@@ -286,6 +297,9 @@ fn query_error(error: rusqlite::Error, config: &ExecConfig) -> QueryError {
         },
         Some(ErrorCode::TooBig) => QueryError::ValueTooBig {
             limit_bytes: config.max_value_bytes,
+        },
+        Some(ErrorCode::OutOfMemory) => QueryError::OutOfMemory {
+            limit_bytes: config.max_memory_bytes,
         },
         _ => match error {
             rusqlite::Error::MultipleStatement => {
