@@ -164,3 +164,57 @@ fn a_query_past_sqlites_memory_limit_fails_with_a_clear_error() {
         "{error}"
     );
 }
+
+/// A WAL-mode database in a folder the user cannot write (run as an
+/// unprivileged user where the tests run as root, whom folder permissions
+/// do not stop): it is read, and the folder is left as it was.
+#[test]
+fn a_wal_database_in_a_read_only_folder_is_read_and_left_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("share");
+    std::fs::create_dir(&folder).unwrap();
+    let db = folder.join("app.sqlite");
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.pragma_update(None, "journal_mode", "wal").unwrap();
+        conn.execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (41), (1);")
+            .unwrap();
+    }
+    let mode = |path: &std::path::Path, bits: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(bits)).unwrap()
+    };
+    mode(dir.path(), 0o755);
+    mode(&db, 0o444);
+    mode(&folder, 0o555);
+    let before = common::folder_fingerprint(&folder);
+
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    let binary = assert_cmd::cargo::cargo_bin("iesr");
+    let mut command = if root {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&binary);
+        c
+    } else {
+        std::process::Command::new(&binary)
+    };
+    let output = command
+        .args(["sql", "--json", "--db"])
+        .arg(&db)
+        .arg("SELECT sum(x) AS total FROM t")
+        .output()
+        .unwrap();
+    mode(&folder, 0o755);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("42"), "{stdout}");
+    assert_eq!(common::folder_fingerprint(&folder), before);
+}
