@@ -10,9 +10,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir
-        .path()
-        .join(format!("t.{}", EXTENSIONS[pick as usize % EXTENSIONS.len()]));
+    let path = dir.path().join(format!(
+        "t.{}",
+        EXTENSIONS[pick as usize % EXTENSIONS.len()]
+    ));
     std::fs::write(&path, body).expect("write");
     let _ = iesr::sources::read_table(&path);
 });
