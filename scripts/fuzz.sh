@@ -12,7 +12,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(model_output guard cells table_file gguf_header)
+  targets=(model_output guard cells table_file dataset_file gguf_header)
 fi
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
