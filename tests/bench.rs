@@ -44,6 +44,14 @@ fn bench_with(out: &Path, limit: usize, resume: bool, extra: &[&str]) -> std::pr
     command.output().unwrap()
 }
 
+/// The stderr of a run that must fail with a one-line error.
+fn one_line_failure(output: std::process::Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!output.status.success(), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    stderr
+}
+
 fn sql_by_question(out: &Path) -> Vec<(String, String)> {
     let text = std::fs::read_to_string(out.join("predictions.jsonl")).unwrap();
     let mut pairs: Vec<(String, String)> = text
@@ -154,10 +162,7 @@ fn a_full_disk_stops_the_run_without_losing_finished_questions() {
     let blocked = out.join("traces/1.json");
     std::os::unix::fs::symlink("/dev/full", &blocked).unwrap();
     let greedy = ["--method", "greedy"];
-    let failed = bench_with(&out, 2, false, &greedy);
-    let stderr = String::from_utf8_lossy(&failed.stderr);
-    assert!(!failed.status.success());
-    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    let stderr = one_line_failure(bench_with(&out, 2, false, &greedy));
     assert!(
         stderr.contains("cannot write") && stderr.contains("No space left on device"),
         "{stderr}"
@@ -180,10 +185,12 @@ fn an_output_folder_that_cannot_be_made_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("a-file");
     std::fs::write(&file, "").unwrap();
-    let failed = bench_with(&file.join("run"), 1, false, &["--method", "greedy"]);
-    let stderr = String::from_utf8_lossy(&failed.stderr);
-    assert!(!failed.status.success());
-    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    let stderr = one_line_failure(bench_with(
+        &file.join("run"),
+        1,
+        false,
+        &["--method", "greedy"],
+    ));
     assert!(
         stderr.contains("cannot write") && stderr.contains("Not a directory"),
         "{stderr}"

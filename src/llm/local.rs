@@ -6,7 +6,7 @@
 use super::decoding::{DraftCount, DraftTarget, RowState, TextCodec};
 use super::kv::{KvCache, KvSnapshot};
 use super::lookup::RecentAnswers;
-use super::prefix_cache::PrefixCache;
+use super::prefix_cache::{whole_blocks, PrefixCache};
 use super::transformer::{row_logits, Config, Transformer};
 use super::{ContinuationScore, Generation, LanguageModel, Prompt, Sampling, Usage};
 use crate::error::{first_line, Error, Result};
@@ -120,24 +120,21 @@ impl LocalModel {
             .expect("prefix cache lock")
             .lookup(ids, body.len());
         let device = self.transformer.device();
-        let (mut cache, cached, exact) = match hit {
+        // Whole blocks computed on from an exact, aligned start are exact
+        // too; otherwise only what was exact before.
+        let exact = match &hit {
+            Some(hit) if !hit.continues_exactly(PREFILL_CHUNK) => {
+                whole_blocks(hit.exact, PREFILL_CHUNK)
+            }
+            _ => whole_blocks(body.len(), PREFILL_CHUNK),
+        };
+        let (mut cache, cached) = match hit {
             Some(hit) => {
                 let snapshot = hit.kv.truncated(hit.shared)?;
-                // Whole blocks computed on from an exact, aligned start are
-                // exact too; otherwise only what was exact before.
-                let exact = if hit.continues_exactly(PREFILL_CHUNK) {
-                    body.len() / PREFILL_CHUNK * PREFILL_CHUNK
-                } else {
-                    hit.exact / PREFILL_CHUNK * PREFILL_CHUNK
-                };
                 let cache = KvCache::from_snapshot(&snapshot, 1, capacity, device)?;
-                (cache, hit.shared, exact)
+                (cache, hit.shared)
             }
-            None => (
-                self.transformer.new_cache(1, capacity)?,
-                0,
-                body.len() / PREFILL_CHUNK * PREFILL_CHUNK,
-            ),
+            None => (self.transformer.new_cache(1, capacity)?, 0),
         };
         let mut start = cached;
         while start < body.len() {

@@ -47,8 +47,19 @@ impl Hit {
     /// Whether computing on from here in aligned blocks gives what a
     /// prefill from scratch gives.
     pub fn continues_exactly(&self, block: usize) -> bool {
-        self.shared == self.exact && self.shared.is_multiple_of(block)
+        starts_exactly(self.shared, self.exact, block)
     }
+}
+
+/// Whether reusing `shared` positions of an entry whose first `exact` came
+/// from whole aligned blocks leaves an exact, aligned start.
+fn starts_exactly(shared: usize, exact: usize, block: usize) -> bool {
+    shared <= exact && shared.is_multiple_of(block)
+}
+
+/// The positions of `positions` that fill whole blocks.
+pub fn whole_blocks(positions: usize, block: usize) -> usize {
+    positions / block * block
 }
 
 impl PrefixCache {
@@ -82,7 +93,7 @@ impl PrefixCache {
             if e.epoch == self.epoch {
                 shared
             } else {
-                shared.min(e.exact) / block * block
+                whole_blocks(shared.min(e.exact), block)
             }
         };
         let best = |current: bool| {
@@ -97,9 +108,8 @@ impl PrefixCache {
                 .filter(|&(_, shared)| shared > 0)
         };
         let current = best(true);
-        let current_is_exact = current.is_none_or(|(i, shared)| {
-            shared <= self.entries[i].exact && shared.is_multiple_of(block)
-        });
+        let current_is_exact =
+            current.is_none_or(|(i, shared)| starts_exactly(shared, self.entries[i].exact, block));
         let chosen = match (current, best(false)) {
             (Some(c), Some(e)) if current_is_exact && e.1 > c.1 => e,
             (Some(c), _) => c,
