@@ -59,6 +59,9 @@ pub enum Error {
     },
     #[error("{0}")]
     InvalidArgument(String),
+    /// A name that no registered database has (the servers).
+    #[error("{0}")]
+    UnknownDatabase(String),
     #[error("unknown model `{0}`; `iesr model list` shows the known ones, or pass --model PATH to a GGUF file")]
     UnknownModel(String),
     #[error("model file {} does not exist; run `iesr model pull` or pass --model PATH", .0.display())]

@@ -11,6 +11,8 @@
 //!   the templates and [`trace`] the record of every call and candidate.
 //! - [`eval`]: dataset adapters, execution accuracy and benchmark runs.
 //! - [`sources`]: CSV, TSV and JSON tables turned into SQLite databases.
+//! - [`service`]: the operations other programs call, served over HTTP by
+//!   [`serve`].
 
 /// The version and the source revision (`git describe`) of this build.
 pub const BUILD: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("IESR_REVISION"), ")");
@@ -24,6 +26,8 @@ pub mod llm;
 pub mod prompts;
 pub mod search;
 pub mod select;
+pub mod serve;
+pub mod service;
 pub mod sources;
 pub mod trace;
 pub mod understand;

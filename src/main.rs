@@ -133,6 +133,8 @@ enum Command {
     },
     /// Measure local inference: prefill, decode, batched decode, cached prefixes, memory.
     BenchLlm(BenchLlmArgs),
+    /// Serve questions over registered databases as an HTTP JSON API.
+    Serve(ServeArgs),
     /// Send one prompt to a model and print its completions.
     Chat {
         #[command(flatten)]
@@ -560,6 +562,34 @@ struct BenchArgs {
 }
 
 #[derive(clap::Args)]
+struct ServeArgs {
+    /// A database to serve (repeatable): NAME=PATH, or a path named after
+    /// its file; opened read-only.
+    #[arg(long, required = true)]
+    db: Vec<String>,
+    /// Address to listen on (port 0 picks a free port, printed at start).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: std::net::SocketAddr,
+    /// Questions that may wait while one is answered; more get HTTP 503.
+    #[arg(long, default_value_t = 8)]
+    queue: usize,
+    /// Longest a question may wait and run, in seconds; past it the client
+    /// gets HTTP 504.
+    #[arg(long, default_value_t = 300.0)]
+    request_timeout: f64,
+    /// Largest request body, in bytes.
+    #[arg(long, default_value_t = 64 * 1024)]
+    max_body_bytes: usize,
+    /// Most rows /v1/sql returns.
+    #[arg(long, default_value_t = 1_000)]
+    max_rows: usize,
+    #[command(flatten)]
+    method: MethodArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
+#[derive(clap::Args)]
 struct BenchLlmArgs {
     /// A model name (`iesr model list`) or a path to a GGUF file; the
     /// server behind --openai-url should serve the same file.
@@ -836,6 +866,39 @@ fn search(args: SearchArgs) -> Result<()> {
     output::print(args.json, &answer, output::answer_text)
 }
 
+fn serve(args: ServeArgs) -> Result<()> {
+    let config = args
+        .method
+        .config(args.model.gpu_class(), MethodArg::Iesr)?;
+    let databases = args
+        .db
+        .iter()
+        .map(|arg| iesr::service::parse_database_arg(arg))
+        .collect::<Result<Vec<_>>>()?;
+    // Bad paths and flags should not wait for a model to load.
+    for (_, path) in &databases {
+        iesr::db::open::open_read_only(path)?;
+    }
+    let serve_config = iesr::serve::ServeConfig {
+        addr: args.addr,
+        queue: args.queue,
+        max_body_bytes: args.max_body_bytes,
+        request_timeout: seconds(args.request_timeout, "--request-timeout")?,
+        max_rows: args.max_rows,
+    };
+    let model = open_model(&args.model)?;
+    let judge = open_judge(&args.method, &args.model)?;
+    let service = iesr::service::Service::new(&databases, model, judge, config)?;
+    let names: Vec<String> = databases.iter().map(|(name, _)| name.clone()).collect();
+    iesr::serve::run(service, serve_config, |addr| {
+        eprintln!(
+            "listening on http://{addr} (databases: {}; model: {})",
+            names.join(", "),
+            args.model.model
+        );
+    })
+}
+
 fn bench(args: BenchArgs) -> Result<()> {
     let subset = args.subset.as_deref().map(eval::read_subset).transpose()?;
     let dataset = args.data.load(subset)?;
@@ -982,6 +1045,7 @@ fn run(command: Command) -> Result<()> {
             json,
         } => report(&runs, out.as_deref(), earlier.as_deref(), json),
         Command::BenchLlm(args) => bench_llm(args),
+        Command::Serve(args) => serve(args),
         Command::Chat {
             model,
             system,

@@ -104,7 +104,7 @@ pub struct NodeState {
 }
 
 /// Reported after every rollout.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize)]
 pub struct RolloutProgress {
     pub done: usize,
     pub total: usize,

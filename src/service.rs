@@ -1,0 +1,363 @@
+//! What other programs ask of the engine, whichever way they reach it (the
+//! HTTP server, the MCP server): databases registered once by name, one
+//! model shared by every question, and four operations (list the
+//! databases, describe one, run a guarded read query, answer a question).
+
+use crate::db::{render_schema, ExecConfig, Executor, IntrospectOptions, QueryResult, Schema};
+use crate::llm::LanguageModel;
+use crate::search::mcts::RolloutProgress;
+use crate::search::{Answer, Engine, Method, SearchConfig};
+use crate::trace::{Cost, Trace};
+use crate::{Error, Result};
+use lru::LruCache;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// The largest budget (samples or rollouts) a request may ask for: beyond
+/// it a single question could hold the shared model for an hour on a CPU.
+pub const MAX_BUDGET: usize = 64;
+
+/// Characters of rendered schema a description holds at most.
+const SCHEMA_CHARS: usize = 16_000;
+
+/// Engines kept ready (each holds a database's schema, name constraint and
+/// indexes for one method and budget).
+const ENGINES_KEPT: usize = 16;
+
+/// How a question is answered, as requests name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MethodName {
+    Greedy,
+    Sc,
+    Iesr,
+    Read,
+}
+
+impl MethodName {
+    pub fn parse(text: &str) -> Result<Self> {
+        match text {
+            "greedy" => Ok(MethodName::Greedy),
+            "sc" => Ok(MethodName::Sc),
+            "iesr" => Ok(MethodName::Iesr),
+            "read" => Ok(MethodName::Read),
+            other => Err(Error::InvalidArgument(format!(
+                "unknown method `{other}`; use greedy, sc, iesr or read"
+            ))),
+        }
+    }
+}
+
+/// A question for one registered database.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerRequest {
+    /// The registered database's name.
+    pub db: String,
+    pub question: String,
+    #[serde(default)]
+    pub hint: Option<String>,
+    /// The server's default method when absent.
+    #[serde(default)]
+    pub method: Option<MethodName>,
+    /// Samples (sc) or rollouts (iesr); the server's default when absent.
+    #[serde(default)]
+    pub budget: Option<usize>,
+    /// Return the whole trace (every call, candidate and score).
+    #[serde(default)]
+    pub trace: bool,
+}
+
+/// The answer as other programs receive it.
+#[derive(Debug, Clone, Serialize)]
+pub struct AnswerView {
+    pub db: String,
+    pub question: String,
+    pub method: MethodName,
+    pub budget: Option<usize>,
+    /// The chosen query; None when no candidate held one.
+    pub sql: Option<String>,
+    /// Its result: columns, the first rows, how many rows in all.
+    pub result: Option<Arc<QueryResult>>,
+    /// Why the chosen query failed, when it did.
+    pub error: Option<String>,
+    pub confidence: f64,
+    pub cost: Cost,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<Trace>,
+}
+
+/// One registered database.
+#[derive(Debug, Clone, Serialize)]
+pub struct DatabaseInfo {
+    pub name: String,
+    pub path: PathBuf,
+    pub tables: Vec<String>,
+}
+
+/// A database's schema: as the model sees it, and as data.
+#[derive(Debug, Clone, Serialize)]
+pub struct SchemaView {
+    pub db: String,
+    /// Annotated CREATE TABLE text (types, keys, example values).
+    pub ddl: String,
+    pub schema: Schema,
+}
+
+struct Registered {
+    info: DatabaseInfo,
+    schema: Schema,
+    executor: Executor,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct EngineKey {
+    db: String,
+    method: MethodName,
+    budget: Option<usize>,
+}
+
+/// The registered databases and the shared model.
+pub struct Service {
+    databases: BTreeMap<String, Registered>,
+    model: Arc<dyn LanguageModel>,
+    judge: Option<Arc<dyn LanguageModel>>,
+    /// Settings of every question; a request picks the method and budget.
+    base: SearchConfig,
+    default_method: MethodName,
+    engines: Mutex<LruCache<EngineKey, Arc<Engine>>>,
+}
+
+impl Service {
+    /// Registers `databases` (name, path), each opened read-only and
+    /// introspected now, so that a bad path fails at start.
+    pub fn new(
+        databases: &[(String, PathBuf)],
+        model: Arc<dyn LanguageModel>,
+        judge: Option<Arc<dyn LanguageModel>>,
+        base: SearchConfig,
+    ) -> Result<Self> {
+        if databases.is_empty() {
+            return Err(Error::InvalidArgument(
+                "no database registered; pass --db NAME=PATH (repeatable)".into(),
+            ));
+        }
+        let mut registered = BTreeMap::new();
+        for (name, path) in databases {
+            if registered.contains_key(name) {
+                return Err(Error::InvalidArgument(format!(
+                    "database name `{name}` is given twice; give each --db its own NAME="
+                )));
+            }
+            registered.insert(name.clone(), Registered::open(name, path, &base.exec)?);
+        }
+        let default_method = match base.method {
+            Method::Greedy => MethodName::Greedy,
+            Method::SelfConsistency { .. } => MethodName::Sc,
+            Method::Iesr => MethodName::Iesr,
+            Method::Read => MethodName::Read,
+        };
+        Ok(Service {
+            databases: registered,
+            model,
+            judge,
+            base,
+            default_method,
+            engines: Mutex::new(LruCache::new(
+                NonZeroUsize::new(ENGINES_KEPT).expect("non-zero"),
+            )),
+        })
+    }
+
+    pub fn model_name(&self) -> &str {
+        self.model.name()
+    }
+
+    pub fn databases(&self) -> Vec<DatabaseInfo> {
+        self.databases.values().map(|r| r.info.clone()).collect()
+    }
+
+    pub fn schema(&self, db: &str) -> Result<SchemaView> {
+        let registered = self.database(db)?;
+        Ok(SchemaView {
+            db: db.to_string(),
+            ddl: render_schema(&registered.schema, SCHEMA_CHARS),
+            schema: registered.schema.clone(),
+        })
+    }
+
+    /// Runs one guarded read query (the engine's time, row and memory
+    /// limits; at most `max_rows` rows returned).
+    pub fn sql(&self, db: &str, sql: &str, max_rows: usize) -> Result<QueryResult> {
+        let result = self.database(db)?.executor.query(sql)?;
+        let mut result = QueryResult::clone(&result);
+        result.rows.truncate(max_rows);
+        Ok(result)
+    }
+
+    /// Checks a request without running it: the database exists, the
+    /// question is not empty, the budget is in range.
+    pub fn check(&self, request: &AnswerRequest) -> Result<()> {
+        self.database(&request.db)?;
+        if request.question.trim().is_empty() {
+            return Err(Error::InvalidArgument(
+                "the question is empty; ask a question in words".into(),
+            ));
+        }
+        if let Some(budget) = request.budget {
+            if !(1..=MAX_BUDGET).contains(&budget) {
+                return Err(Error::InvalidArgument(format!(
+                    "budget {budget} is out of range; ask for 1 to {MAX_BUDGET} samples or rollouts"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Answers one question; `on_rollout` hears of each finished rollout
+    /// of the tree search.
+    pub fn answer(
+        &self,
+        request: &AnswerRequest,
+        on_rollout: &mut dyn FnMut(RolloutProgress),
+    ) -> Result<AnswerView> {
+        self.check(request)?;
+        let method = request.method.unwrap_or(self.default_method);
+        let key = EngineKey {
+            db: request.db.clone(),
+            method,
+            budget: match method {
+                MethodName::Sc | MethodName::Iesr => request.budget,
+                MethodName::Greedy | MethodName::Read => None,
+            },
+        };
+        let engine = self.engine(&key)?;
+        let answer =
+            engine.answer_with_progress(&request.question, request.hint.as_deref(), on_rollout)?;
+        Ok(view(request, method, key.budget, answer))
+    }
+
+    fn database(&self, name: &str) -> Result<&Registered> {
+        self.databases.get(name).ok_or_else(|| {
+            let known: Vec<&str> = self.databases.keys().map(String::as_str).collect();
+            Error::UnknownDatabase(format!(
+                "no database named `{name}`; registered: {}",
+                known.join(", ")
+            ))
+        })
+    }
+
+    /// The engine for a database, method and budget, built on first use.
+    fn engine(&self, key: &EngineKey) -> Result<Arc<Engine>> {
+        if let Some(engine) = self.engines.lock().expect("engines lock").get(key) {
+            return Ok(Arc::clone(engine));
+        }
+        let path = &self.database(&key.db)?.info.path;
+        let mut engine = Engine::new(Arc::clone(&self.model), path, self.config(key))?;
+        if let Some(judge) = &self.judge {
+            engine = engine.with_discriminator(Arc::clone(judge));
+        }
+        let engine = Arc::new(engine);
+        self.engines
+            .lock()
+            .expect("engines lock")
+            .put(key.clone(), Arc::clone(&engine));
+        Ok(engine)
+    }
+
+    /// The server's settings with the request's method and budget.
+    fn config(&self, key: &EngineKey) -> SearchConfig {
+        let mut config = self.base.clone();
+        config.method = match key.method {
+            MethodName::Greedy => Method::Greedy,
+            MethodName::Read => Method::Read,
+            MethodName::Iesr => Method::Iesr,
+            MethodName::Sc => {
+                let (samples, temperature) = match self.base.method {
+                    Method::SelfConsistency {
+                        samples,
+                        temperature,
+                    } => (samples, temperature),
+                    _ => (DEFAULT_SAMPLES, DEFAULT_TEMPERATURE),
+                };
+                Method::SelfConsistency {
+                    samples: key.budget.unwrap_or(samples),
+                    temperature,
+                }
+            }
+        };
+        if let (MethodName::Iesr, Some(rollouts)) = (key.method, key.budget) {
+            config.iesr.mcts.rollouts = rollouts;
+        }
+        config
+    }
+}
+
+/// sc's samples and temperature when the server's default method is not sc.
+const DEFAULT_SAMPLES: usize = 8;
+const DEFAULT_TEMPERATURE: f32 = 0.8;
+
+impl Registered {
+    fn open(name: &str, path: &Path, exec: &ExecConfig) -> Result<Self> {
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        {
+            return Err(Error::InvalidArgument(format!(
+                "database name `{name}` may hold only letters, digits, `_`, `-` and `.`"
+            )));
+        }
+        let executor = Executor::open(path, exec.clone())?;
+        let schema = Schema::load(path, &IntrospectOptions::default())?;
+        let tables = schema.tables.iter().map(|t| t.name.clone()).collect();
+        Ok(Registered {
+            info: DatabaseInfo {
+                name: name.to_string(),
+                path: path.to_path_buf(),
+                tables,
+            },
+            schema,
+            executor,
+        })
+    }
+}
+
+fn view(
+    request: &AnswerRequest,
+    method: MethodName,
+    budget: Option<usize>,
+    answer: Answer,
+) -> AnswerView {
+    AnswerView {
+        db: request.db.clone(),
+        question: request.question.clone(),
+        method,
+        budget,
+        sql: answer.sql,
+        result: answer.result,
+        error: answer.error,
+        confidence: answer.confidence,
+        cost: answer.trace.cost.clone(),
+        trace: request.trace.then_some(answer.trace),
+    }
+}
+
+/// Splits a `--db` argument: `NAME=PATH`, or a bare path named after its
+/// file (`music.sqlite` -> `music`).
+pub fn parse_database_arg(arg: &str) -> Result<(String, PathBuf)> {
+    if let Some((name, path)) = arg.split_once('=') {
+        return Ok((name.to_string(), PathBuf::from(path)));
+    }
+    let path = PathBuf::from(arg);
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!("--db {arg}: give NAME=PATH or a file path"))
+        })?;
+    Ok((name, path))
+}
