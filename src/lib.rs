@@ -12,7 +12,7 @@
 //! - [`eval`]: dataset adapters, execution accuracy and benchmark runs.
 //! - [`sources`]: CSV, TSV and JSON tables turned into SQLite databases.
 //! - [`service`]: the operations other programs call, served over HTTP by
-//!   [`serve`].
+//!   [`serve`] and to AI assistants by [`mcp`].
 
 /// The version and the source revision (`git describe`) of this build.
 pub const BUILD: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("IESR_REVISION"), ")");
@@ -23,6 +23,7 @@ pub mod error;
 pub mod eval;
 mod files;
 pub mod llm;
+pub mod mcp;
 pub mod prompts;
 pub mod search;
 pub mod select;

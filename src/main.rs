@@ -135,6 +135,9 @@ enum Command {
     BenchLlm(BenchLlmArgs),
     /// Serve questions over registered databases as an HTTP JSON API.
     Serve(ServeArgs),
+    /// Serve the same operations to AI assistants as a Model Context
+    /// Protocol server over stdin and stdout.
+    Mcp(ServiceArgs),
     /// Send one prompt to a model and print its completions.
     Chat {
         #[command(flatten)]
@@ -562,11 +565,21 @@ struct BenchArgs {
 }
 
 #[derive(clap::Args)]
-struct ServeArgs {
+struct ServiceArgs {
     /// A database to serve (repeatable): NAME=PATH, or a path named after
     /// its file; opened read-only.
     #[arg(long, required = true)]
     db: Vec<String>,
+    #[command(flatten)]
+    method: MethodArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    service: ServiceArgs,
     /// Address to listen on (port 0 picks a free port, printed at start).
     #[arg(long, default_value = "127.0.0.1:8080")]
     addr: std::net::SocketAddr,
@@ -583,10 +596,6 @@ struct ServeArgs {
     /// Most rows /v1/sql returns.
     #[arg(long, default_value_t = 1_000)]
     max_rows: usize,
-    #[command(flatten)]
-    method: MethodArgs,
-    #[command(flatten)]
-    model: ModelArgs,
 }
 
 #[derive(clap::Args)]
@@ -866,7 +875,9 @@ fn search(args: SearchArgs) -> Result<()> {
     output::print(args.json, &answer, output::answer_text)
 }
 
-fn serve(args: ServeArgs) -> Result<()> {
+/// The registered databases and the shared model of `serve` and `mcp`;
+/// bad paths and flags fail before the model loads.
+fn open_service(args: &ServiceArgs) -> Result<iesr::service::Service> {
     let config = args
         .method
         .config(args.model.gpu_class(), MethodArg::Iesr)?;
@@ -875,10 +886,13 @@ fn serve(args: ServeArgs) -> Result<()> {
         .iter()
         .map(|arg| iesr::service::parse_database_arg(arg))
         .collect::<Result<Vec<_>>>()?;
-    // Bad paths and flags should not wait for a model to load.
-    for (_, path) in &databases {
-        iesr::db::open::open_read_only(path)?;
-    }
+    iesr::service::check_databases(&databases)?;
+    let model = open_model(&args.model)?;
+    let judge = open_judge(&args.method, &args.model)?;
+    iesr::service::Service::new(&databases, model, judge, config)
+}
+
+fn serve(args: ServeArgs) -> Result<()> {
     let serve_config = iesr::serve::ServeConfig {
         addr: args.addr,
         queue: args.queue,
@@ -886,17 +900,19 @@ fn serve(args: ServeArgs) -> Result<()> {
         request_timeout: seconds(args.request_timeout, "--request-timeout")?,
         max_rows: args.max_rows,
     };
-    let model = open_model(&args.model)?;
-    let judge = open_judge(&args.method, &args.model)?;
-    let service = iesr::service::Service::new(&databases, model, judge, config)?;
-    let names: Vec<String> = databases.iter().map(|(name, _)| name.clone()).collect();
+    let service = open_service(&args.service)?;
+    let names: Vec<String> = service.databases().into_iter().map(|d| d.name).collect();
+    let model = args.service.model.model.clone();
     iesr::serve::run(service, serve_config, |addr| {
         eprintln!(
-            "listening on http://{addr} (databases: {}; model: {})",
-            names.join(", "),
-            args.model.model
+            "listening on http://{addr} (databases: {}; model: {model})",
+            names.join(", ")
         );
     })
+}
+
+fn mcp(args: ServiceArgs) -> Result<()> {
+    iesr::mcp::run(open_service(&args)?)
 }
 
 fn bench(args: BenchArgs) -> Result<()> {
@@ -1046,6 +1062,7 @@ fn run(command: Command) -> Result<()> {
         } => report(&runs, out.as_deref(), earlier.as_deref(), json),
         Command::BenchLlm(args) => bench_llm(args),
         Command::Serve(args) => serve(args),
+        Command::Mcp(args) => mcp(args),
         Command::Chat {
             model,
             system,

@@ -140,18 +140,9 @@ impl Service {
         judge: Option<Arc<dyn LanguageModel>>,
         base: SearchConfig,
     ) -> Result<Self> {
-        if databases.is_empty() {
-            return Err(Error::InvalidArgument(
-                "no database registered; pass --db NAME=PATH (repeatable)".into(),
-            ));
-        }
+        check_databases(databases)?;
         let mut registered = BTreeMap::new();
         for (name, path) in databases {
-            if registered.contains_key(name) {
-                return Err(Error::InvalidArgument(format!(
-                    "database name `{name}` is given twice; give each --db its own NAME="
-                )));
-            }
             registered.insert(name.clone(), Registered::open(name, path, &base.exec)?);
         }
         let default_method = match base.method {
@@ -302,15 +293,6 @@ const DEFAULT_TEMPERATURE: f32 = 0.8;
 
 impl Registered {
     fn open(name: &str, path: &Path, exec: &ExecConfig) -> Result<Self> {
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
-        {
-            return Err(Error::InvalidArgument(format!(
-                "database name `{name}` may hold only letters, digits, `_`, `-` and `.`"
-            )));
-        }
         let executor = Executor::open(path, exec.clone())?;
         let schema = Schema::load(path, &IntrospectOptions::default())?;
         let tables = schema.tables.iter().map(|t| t.name.clone()).collect();
@@ -344,6 +326,36 @@ fn view(
         cost: answer.trace.cost.clone(),
         trace: request.trace.then_some(answer.trace),
     }
+}
+
+/// Checks the databases to register without loading anything: at least
+/// one, names well formed and distinct, each file a database that opens
+/// read-only.
+pub fn check_databases(databases: &[(String, PathBuf)]) -> Result<()> {
+    if databases.is_empty() {
+        return Err(Error::InvalidArgument(
+            "no database registered; pass --db NAME=PATH (repeatable)".into(),
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (name, path) in databases {
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        {
+            return Err(Error::InvalidArgument(format!(
+                "database name `{name}` may hold only letters, digits, `_`, `-` and `.`"
+            )));
+        }
+        if !seen.insert(name) {
+            return Err(Error::InvalidArgument(format!(
+                "database name `{name}` is given twice; give each --db its own NAME="
+            )));
+        }
+        crate::db::open::open_read_only(path)?;
+    }
+    Ok(())
 }
 
 /// Splits a `--db` argument: `NAME=PATH`, or a bare path named after its
