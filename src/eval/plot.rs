@@ -6,7 +6,7 @@ use super::report::RunRow;
 use crate::error::{Error, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
@@ -154,20 +154,35 @@ pub fn write_plots(rows: &[RunRow], dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// Points per series, ordered by budget so lines run left to right in
-/// budget order.
+/// budget order. Runs of another model are another series, named with
+/// the model when the chart holds several.
 fn series(
     rows: &[&RunRow],
     point: impl Fn(&RunRow) -> (f64, f64),
 ) -> Vec<(String, Vec<(f64, f64)>)> {
-    let mut grouped: BTreeMap<&str, Vec<&RunRow>> = BTreeMap::new();
+    let mut grouped: BTreeMap<(&str, &str), Vec<&RunRow>> = BTreeMap::new();
     for row in rows {
-        grouped.entry(&row.series).or_default().push(row);
+        grouped
+            .entry((&row.series, &row.model))
+            .or_default()
+            .push(row);
     }
+    let several_models = grouped
+        .keys()
+        .map(|(_, model)| model)
+        .collect::<BTreeSet<_>>()
+        .len()
+        > 1;
     grouped
         .into_iter()
-        .map(|(name, mut runs)| {
+        .map(|((series, model), mut runs)| {
             runs.sort_by_key(|r| r.budget);
-            (name.to_string(), runs.into_iter().map(&point).collect())
+            let name = if several_models {
+                format!("{series} ({model})")
+            } else {
+                series.to_string()
+            };
+            (name, runs.into_iter().map(&point).collect())
         })
         .collect()
 }
@@ -297,6 +312,22 @@ mod tests {
             [
                 ("greedy".to_string(), vec![(1.0, 10.0)]),
                 ("iesr".to_string(), vec![(2.0, 15.0), (8.0, 20.0)]),
+            ]
+        );
+    }
+
+    #[test]
+    fn runs_of_another_model_are_their_own_series_named_with_the_model() {
+        let mut larger = row("greedy", "greedy", 1, 30.0);
+        larger.model = "big".into();
+        let rows = [row("greedy", "greedy", 1, 10.0), larger];
+        let refs: Vec<&RunRow> = rows.iter().collect();
+        let s = series(&refs, |r| (r.budget as f64, r.ex));
+        assert_eq!(
+            s,
+            [
+                ("greedy (big)".to_string(), vec![(1.0, 30.0)]),
+                ("greedy (m)".to_string(), vec![(1.0, 10.0)]),
             ]
         );
     }

@@ -132,9 +132,12 @@ pub fn load_runs(dirs: &[PathBuf]) -> Result<Vec<RunRow>> {
     Ok(rows)
 }
 
-/// Rows in report order: by dataset, series, then budget.
+/// Rows in report order: by dataset, series, model, then budget.
 pub fn sort_rows(rows: &mut [RunRow]) {
-    rows.sort_by(|a, b| (&a.dataset, &a.series, a.budget).cmp(&(&b.dataset, &b.series, b.budget)));
+    rows.sort_by(|a, b| {
+        (&a.dataset, &a.series, &a.model, a.budget)
+            .cmp(&(&b.dataset, &b.series, &b.model, b.budget))
+    });
 }
 
 /// Two runs on the same dataset, compared question by question.
@@ -176,7 +179,7 @@ pub fn pairs(rows: &[RunRow]) -> Result<Vec<PairRow>> {
 
 /// The rows of an earlier report's `runs.csv` (whose run folders may be
 /// gone) that no row of `current` replaces: a run folder is the newer
-/// measurement of its dataset, series and budget.
+/// measurement of its dataset, model, series and budget.
 pub fn earlier_rows(path: &Path, current: &[RunRow]) -> Result<Vec<RunRow>> {
     let failed = |e: csv::Error| {
         Error::InvalidArgument(format!(
@@ -189,7 +192,8 @@ pub fn earlier_rows(path: &Path, current: &[RunRow]) -> Result<Vec<RunRow>> {
     for row in reader.deserialize::<RunRow>() {
         let row = row.map_err(failed)?;
         let replaced = current.iter().any(|c| {
-            (&c.dataset, &c.series, c.budget) == (&row.dataset, &row.series, row.budget)
+            (&c.dataset, &c.model, &c.series, c.budget)
+                == (&row.dataset, &row.model, &row.series, row.budget)
                 || c.run == row.run
         });
         if !replaced {
@@ -280,6 +284,12 @@ mod tests {
         let earlier = earlier_rows(&csv_path, &current).unwrap();
         let kept: Vec<&str> = earlier.iter().map(|r| r.run.as_str()).collect();
         assert_eq!(kept, ["iesr-2", "abl"]);
+        // A run of another model measures something else: nothing gives way.
+        let other_model =
+            summary(&iesr(8), 40.0, 30).replace(r#""model": "m""#, r#""model": "big""#);
+        let other = load_runs(&[run_dir(root.path(), "iesr-8-big", &other_model)]).unwrap();
+        assert_eq!(other[0].model, "big");
+        assert_eq!(earlier_rows(&csv_path, &other).unwrap().len(), 3);
         assert_eq!(
             earlier[0],
             RunRow {
