@@ -14,7 +14,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Rows a `run_sql` result returns when the call does not say.
 const DEFAULT_ROWS: usize = 100;
@@ -30,7 +30,6 @@ pub fn run(service: Service) -> crate::Result<()> {
         .map_err(|e| Error::InvalidArgument(format!("cannot start the MCP server: {e}")))?;
     let server = Server {
         service: Arc::new(service),
-        model_gate: Arc::new(Mutex::new(())),
     };
     runtime.block_on(async move {
         let running = server
@@ -48,8 +47,6 @@ pub fn run(service: Service) -> crate::Result<()> {
 #[derive(Clone)]
 struct Server {
     service: Arc<Service>,
-    /// One question at a time: the model is one CPU or GPU resource.
-    model_gate: Arc<Mutex<()>>,
 }
 
 #[derive(Deserialize)]
@@ -125,38 +122,40 @@ fn tool(name: &'static str, description: &'static str, schema: Value) -> Tool {
 }
 
 impl Server {
-    /// Runs one tool to its JSON result.
-    fn call(&self, name: &str, arguments: Map<String, Value>) -> crate::Result<Value> {
+    /// Runs one tool to its JSON result; None when no tool has that name.
+    fn call(&self, name: &str, arguments: Map<String, Value>) -> Option<crate::Result<Value>> {
         let arguments = Value::Object(arguments);
-        match name {
+        Some(match name {
             "list_databases" => Ok(json!({ "databases": self.service.databases() })),
-            "describe_schema" => {
-                let args: DbArgs = parse(name, arguments)?;
-                Ok(Value::String(self.service.schema(&args.db)?.ddl))
-            }
-            "run_sql" => {
-                let args: SqlArgs = parse(name, arguments)?;
-                let rows = args.max_rows.unwrap_or(DEFAULT_ROWS).clamp(1, MAX_ROWS);
-                to_json(&self.service.sql(&args.db, &args.sql, rows)?)
-            }
-            "ask" => {
-                let args: AskArgs = parse(name, arguments)?;
-                let request = AnswerRequest {
-                    db: args.db,
-                    question: args.question,
-                    hint: args.hint,
-                    method: args.method,
-                    budget: args.budget,
-                    trace: false,
-                };
-                self.service.check(&request)?;
-                let _turn = self.model_gate.lock().unwrap_or_else(|e| e.into_inner());
-                to_json(&self.service.answer(&request, &mut |_| {})?)
-            }
-            other => Err(Error::InvalidArgument(format!(
-                "no tool named `{other}`; the tools are list_databases, describe_schema, run_sql and ask"
-            ))),
-        }
+            "describe_schema" => self.describe_schema(arguments),
+            "run_sql" => self.run_sql(arguments),
+            "ask" => self.ask(arguments),
+            _ => return None,
+        })
+    }
+
+    fn describe_schema(&self, arguments: Value) -> crate::Result<Value> {
+        let args: DbArgs = parse("describe_schema", arguments)?;
+        Ok(Value::String(self.service.schema(&args.db)?.ddl))
+    }
+
+    fn run_sql(&self, arguments: Value) -> crate::Result<Value> {
+        let args: SqlArgs = parse("run_sql", arguments)?;
+        let rows = args.max_rows.unwrap_or(DEFAULT_ROWS).clamp(1, MAX_ROWS);
+        to_json(&self.service.sql(&args.db, &args.sql, rows)?)
+    }
+
+    fn ask(&self, arguments: Value) -> crate::Result<Value> {
+        let args: AskArgs = parse("ask", arguments)?;
+        let request = AnswerRequest {
+            db: args.db,
+            question: args.question,
+            hint: args.hint,
+            method: args.method,
+            budget: args.budget,
+            trace: false,
+        };
+        to_json(&self.service.answer(&request, &mut |_| {})?)
     }
 }
 
@@ -192,7 +191,13 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if !tools().iter().any(|t| t.name == request.name) {
+        let server = self.clone();
+        let name = request.name.to_string();
+        let arguments = request.arguments.unwrap_or_default();
+        let called = tokio::task::spawn_blocking(move || server.call(&name, arguments))
+            .await
+            .map_err(|_| ErrorData::internal_error("the tool's thread failed", None))?;
+        let Some(outcome) = called else {
             return Err(ErrorData::invalid_params(
                 format!(
                     "no tool named `{}`; the tools are list_databases, describe_schema, run_sql and ask",
@@ -200,13 +205,7 @@ impl ServerHandler for Server {
                 ),
                 None,
             ));
-        }
-        let server = self.clone();
-        let name = request.name.to_string();
-        let arguments = request.arguments.unwrap_or_default();
-        let outcome = tokio::task::spawn_blocking(move || server.call(&name, arguments))
-            .await
-            .map_err(|_| ErrorData::internal_error("the tool's thread failed", None))?;
+        };
         let result = match outcome {
             Ok(Value::String(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
             Ok(value) => CallToolResult::structured(value),

@@ -129,6 +129,10 @@ pub struct Service {
     base: SearchConfig,
     default_method: MethodName,
     engines: Mutex<LruCache<EngineKey, Arc<Engine>>>,
+    /// Held while a question is answered: the model is one CPU or GPU
+    /// resource, so whoever calls (the HTTP queue, the MCP tools) answers
+    /// one question at a time.
+    model_turn: Mutex<()>,
 }
 
 impl Service {
@@ -160,6 +164,7 @@ impl Service {
             engines: Mutex::new(LruCache::new(
                 NonZeroUsize::new(ENGINES_KEPT).expect("non-zero"),
             )),
+            model_turn: Mutex::new(()),
         })
     }
 
@@ -226,6 +231,7 @@ impl Service {
             },
         };
         let engine = self.engine(&key)?;
+        let _turn = self.model_turn.lock().unwrap_or_else(|e| e.into_inner());
         let answer =
             engine.answer_with_progress(&request.question, request.hint.as_deref(), on_rollout)?;
         Ok(view(request, method, key.budget, answer))
