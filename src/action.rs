@@ -150,7 +150,8 @@ pub struct StepOutput {
     pub sql: Option<String>,
     /// Why the output could not be read as the action's kind, if it could not.
     pub parse_error: Option<String>,
-    /// The query as the model wrote it, when misspelt names were fixed.
+    /// The query as the model first wrote it, when names were fixed in
+    /// place or the query was written again past a missing name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fixed_from: Option<String>,
 }

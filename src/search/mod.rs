@@ -295,21 +295,22 @@ impl Engine {
         let outputs = call.outputs.clone();
         trace.calls.push(call);
 
-        let written: Vec<String> = outputs.iter().filter_map(|o| extract_sql(o)).collect();
+        let answered: Vec<(&String, String)> = outputs
+            .iter()
+            .filter_map(|o| extract_sql(o).map(|sql| (o, sql)))
+            .collect();
+        let written: Vec<&str> = answered.iter().map(|(_, sql)| sql.as_str()).collect();
         let ran = self.executor.query_many(&written);
-        // A misspelt or misplaced name with one clearly right replacement is
-        // fixed when the fixed query runs, as in the search's steps.
-        let (sqls, outcomes): (Vec<String>, Vec<_>) = written
-            .into_iter()
-            .zip(ran)
-            .map(|(sql, outcome)| match &outcome {
-                Err(e) => self
-                    .names
-                    .fix_until_it_runs(&self.executor, &sql, &e.to_string())
-                    .map_or((sql, outcome), |(fixed, result)| (fixed, Ok(result))),
-                Ok(_) => (sql, outcome),
-            })
-            .unzip();
+        let mut sqls = Vec::with_capacity(ran.len());
+        let mut outcomes = Vec::with_capacity(ran.len());
+        for ((answer, sql), outcome) in answered.into_iter().zip(ran) {
+            let (sql, outcome) = match outcome {
+                Err(e) => self.mend_failed(&messages, answer, sql, e, &sampling, &mut trace)?,
+                ran => (sql, ran),
+            };
+            sqls.push(sql);
+            outcomes.push(outcome);
+        }
         let groups = result_groups(&outcomes);
         let mut chosen = choose_by_execution(&outcomes, &groups);
         let context = (question, hint, schema_text.as_str());
@@ -363,6 +364,57 @@ impl Engine {
             error,
             confidence,
             trace,
+        })
+    }
+
+    /// A failed query of a reply to `messages` mended as the search's
+    /// steps are: a misspelt or misplaced name with one clearly right
+    /// replacement fixed in place, else, with the name constraint on, the
+    /// reply written again past a missing column (the call recorded in
+    /// `trace`); the query as it was when neither runs.
+    fn mend_failed(
+        &self,
+        messages: &[ChatMessage],
+        answer: &str,
+        sql: String,
+        error: QueryError,
+        sampling: &Sampling,
+        trace: &mut Trace,
+    ) -> Result<(String, QueryOutcome)> {
+        let message = error.to_string();
+        if let Some((fixed, result)) = self.names.fix_until_it_runs(&self.executor, &sql, &message)
+        {
+            return Ok((fixed, Ok(result)));
+        }
+        if self.constraint.is_none() {
+            return Ok((sql, Err(error)));
+        }
+        let Some((rewritten, call)) = self.names.redecode_past_missing_name(
+            self.model.as_ref(),
+            messages,
+            answer,
+            &sql,
+            &message,
+            sampling,
+            "sql_generation",
+        )?
+        else {
+            return Ok((sql, Err(error)));
+        };
+        trace.cost.add(&call.usage);
+        trace.calls.push(call);
+        let Some(new_sql) = extract_sql(&rewritten) else {
+            return Ok((sql, Err(error)));
+        };
+        let mended = match self.executor.query(&new_sql) {
+            Ok(result) => Some((new_sql, result)),
+            Err(e) => self
+                .names
+                .fix_until_it_runs(&self.executor, &new_sql, &e.to_string()),
+        };
+        Ok(match mended {
+            Some((new_sql, result)) => (new_sql, Ok(result)),
+            None => (sql, Err(error)),
         })
     }
 
@@ -551,9 +603,12 @@ mod tests {
 
     fn engine_with_feedback(replies: Vec<&str>, method: Method, rounds: usize) -> Engine {
         let model = Arc::new(ScriptedModel::new(replies));
+        // A scripted model writes its script whatever the name constraint
+        // says: these tests follow the replies as written.
         let config = SearchConfig {
             method,
             feedback_rounds: rounds,
+            name_constraint: false,
             ..SearchConfig::default()
         };
         Engine::new(model, &concert_singer(), config).unwrap()
@@ -566,6 +621,37 @@ mod tests {
             .iter()
             .map(|c| c.stage.as_str())
             .collect()
+    }
+
+    #[test]
+    fn a_missing_column_is_written_again_from_before_it_among_the_query_tables() {
+        let replies = vec![
+            "```sql
+SELECT T1.nosuch FROM singer AS T1
+```",
+            "T1.Name FROM singer AS T1
+```",
+        ];
+        let model = Arc::new(ScriptedModel::new(replies));
+        let config = SearchConfig {
+            method: Method::Greedy,
+            ..SearchConfig::default()
+        };
+        let answer = Engine::new(model, &concert_singer(), config)
+            .unwrap()
+            .answer("Who are the singers?", None)
+            .unwrap();
+        assert_eq!(
+            answer.sql.as_deref(),
+            Some("SELECT T1.Name FROM singer AS T1")
+        );
+        assert!(answer.result.is_some());
+        let redecode = &answer.trace.calls[1];
+        assert_eq!(redecode.stage, "sql_generation rewrite past missing name");
+        assert_eq!(redecode.temperature, 0.0);
+        let resumed = redecode.prompt.last().unwrap();
+        assert_eq!(resumed.role, "assistant");
+        assert_eq!(resumed.content, "```sql\nSELECT ");
     }
 
     #[test]

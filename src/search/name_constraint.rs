@@ -35,12 +35,23 @@ pub struct SchemaVocabulary {
 
 impl SchemaVocabulary {
     pub fn of(schema: &Schema) -> Arc<Self> {
-        let tables: HashMap<String, Vec<String>> = schema
-            .tables
-            .iter()
-            .map(|t| {
-                let columns = t.columns.iter().map(|c| c.name.to_lowercase()).collect();
-                (t.name.to_lowercase(), columns)
+        Self::of_tables(
+            schema
+                .tables
+                .iter()
+                .map(|t| (t.name.as_str(), t.columns.iter().map(|c| c.name.as_str()))),
+        )
+    }
+
+    /// The vocabulary of the tables `tables` alone, each with its columns.
+    pub fn of_tables<'a, C>(tables: impl Iterator<Item = (&'a str, C)>) -> Arc<Self>
+    where
+        C: Iterator<Item = &'a str>,
+    {
+        let tables: HashMap<String, Vec<String>> = tables
+            .map(|(table, columns)| {
+                let columns = columns.map(str::to_lowercase).collect();
+                (table.to_lowercase(), columns)
             })
             .collect();
         let columns = tables.values().flatten().cloned().collect();
@@ -57,21 +68,35 @@ impl SchemaVocabulary {
 }
 
 /// The constraint as sampling takes it: the vocabulary behind an Arc, so
-/// every completion's checker shares it.
-pub struct NameConstraint(pub Arc<SchemaVocabulary>);
+/// every completion's checker shares it, and the answer already written
+/// when a completion continues one.
+pub struct NameConstraint {
+    names: Arc<SchemaVocabulary>,
+    written: String,
+}
 
 impl NameConstraint {
     /// The sampling setting for `schema`.
     pub fn for_schema(schema: &Schema) -> Constraint {
-        Constraint(Arc::new(NameConstraint(SchemaVocabulary::of(schema))))
+        Self::continuing(SchemaVocabulary::of(schema), "")
+    }
+
+    /// The setting for completions that continue `written` (the start of
+    /// an answer, given as the reply to continue): its query span and
+    /// clauses count, its words are not judged again.
+    pub fn continuing(names: Arc<SchemaVocabulary>, written: &str) -> Constraint {
+        Constraint(Arc::new(NameConstraint {
+            names,
+            written: written.to_string(),
+        }))
     }
 }
 
 impl TextConstraint for NameConstraint {
     fn checker(&self) -> Box<dyn TextChecker> {
         Box::new(NameChecker {
-            names: Arc::clone(&self.0),
-            text: String::new(),
+            names: Arc::clone(&self.names),
+            text: self.written.clone(),
         })
     }
 }
@@ -699,7 +724,7 @@ mod tests {
     use crate::understand::demo;
 
     fn checker() -> Box<dyn TextChecker> {
-        NameConstraint(SchemaVocabulary::of(&demo::schema())).checker()
+        NameConstraint::for_schema(&demo::schema()).0.checker()
     }
 
     /// Whether each piece in turn is allowed after the ones before.

@@ -213,7 +213,7 @@ impl Reasoner<'_> {
         }
         let sqls: Vec<&str> = outputs.iter().filter_map(|o| o.sql.as_deref()).collect();
         let mut executions = self.executor.query_many(&sqls).into_iter();
-        let steps = outputs
+        let steps: Vec<Step> = outputs
             .into_iter()
             .map(|output| {
                 let execution = output.sql.as_ref().and_then(|_| executions.next());
@@ -224,9 +224,73 @@ impl Reasoner<'_> {
                 })
             })
             .collect();
-        let mut records = vec![CallRecord::new(stage, prompt, sampling, generation)];
+        let mut records = vec![CallRecord::new(
+            stage.clone(),
+            prompt.clone(),
+            sampling,
+            generation,
+        )];
         records.extend(continuations);
+        let steps = steps
+            .into_iter()
+            .map(|step| {
+                self.redecode_missing_name(model, &prompt, step, sampling, &stage, &mut records)
+            })
+            .collect::<Result<Vec<Step>>>()?;
         Ok((steps, records))
+    }
+
+    /// The step written again from before the column its query names and
+    /// its tables lack (`SchemaNames::redecode_past_missing_name`), when
+    /// the name constraint is on and the query written again runs (fixed
+    /// in place if need be); else the step as it was. The call is recorded
+    /// in `records` either way.
+    fn redecode_missing_name(
+        &self,
+        model: &dyn LanguageModel,
+        prompt: &[ChatMessage],
+        step: Step,
+        sampling: &Sampling,
+        stage: &str,
+        records: &mut Vec<CallRecord>,
+    ) -> Result<Step> {
+        let (Some(output), Some(Err(error)), Some(_)) =
+            (&step.output, &step.execution, &self.context.constraint)
+        else {
+            return Ok(step);
+        };
+        let Some(sql) = &output.sql else {
+            return Ok(step);
+        };
+        let Some((answer, record)) = self.context.names.redecode_past_missing_name(
+            model,
+            prompt,
+            &output.text,
+            sql,
+            &error.to_string(),
+            sampling,
+            stage,
+        )?
+        else {
+            return Ok(step);
+        };
+        records.push(record);
+        let original = sql.clone();
+        let action_index = step.action.expect("a query step has an action");
+        let output = self.actions.get(action_index).parse(&answer);
+        let execution = output.sql.as_ref().map(|sql| self.executor.query(sql));
+        let mut rewritten = self.fix_names(Step {
+            action: step.action,
+            execution,
+            output: Some(output),
+        });
+        if !matches!(rewritten.execution, Some(Ok(_))) {
+            return Ok(step);
+        }
+        if let Some(output) = rewritten.output.as_mut() {
+            output.fixed_from = Some(original);
+        }
+        Ok(rewritten)
     }
 
     /// `answer` (row `row` of a query step) with a query written after it:

@@ -240,6 +240,29 @@ pub fn written_in_outer_query(sql: &str, qualifier: Option<&str>, column: &str) 
     })
 }
 
+/// Byte offset in `sql` of the first reference to `column` written as
+/// named: after `qualifier.` (the offset of the qualifier) when given, else
+/// bare (neither after a dot nor a qualifier itself).
+pub fn reference_at(sql: &str, qualifier: Option<&str>, column: &str) -> Option<usize> {
+    let pieces = pieces(sql);
+    let word_at = |i: usize| match pieces[i] {
+        Piece::Word(w) | Piece::Other(w) => offset_in(sql, w),
+    };
+    (0..pieces.len()).find_map(|i| {
+        if !is_word_piece(&pieces[i], column) {
+            return None;
+        }
+        let after_dot = i >= 1 && is_dot(&pieces[i - 1]);
+        match qualifier {
+            Some(q) if after_dot && i >= 2 && is_word_piece(&pieces[i - 2], q) => {
+                Some(word_at(i - 2))
+            }
+            None if !after_dot && !pieces.get(i + 1).is_some_and(is_dot) => Some(word_at(i)),
+            _ => None,
+        }
+    })
+}
+
 /// The name a query uses for `table`, given its `table_aliases`: the
 /// table's one alias, or its own name when it has none; None when the
 /// query does not bind it, or binds it under two aliases (a self-join),

@@ -7,10 +7,13 @@
 //! real name clearly closest to it, a column of a table the query did not
 //! join gets that table joined along one key or two (`join`), and a query
 //! that orders or filters by an aggregate without grouping is grouped
-//! (`grouping`).
+//! (`grouping`). A missing column no fix finds is written again by the
+//! model from just before it, among the query's own tables' columns
+//! (`redecode`).
 
 mod grouping;
 mod join;
+mod redecode;
 
 use super::reasoner::truncate_chars;
 use super::sql_text::{
