@@ -328,9 +328,10 @@ impl DatasetArgs {
 /// How candidates are produced, shared by `search` and `bench`.
 #[derive(clap::Args)]
 struct MethodArgs {
-    /// How candidates are produced. `search` defaults to iesr (the guided
-    /// search: sc's samples with an early stop, the best accuracy per token
-    /// and per second measured), `bench` to greedy.
+    /// How candidates are produced. `search`, `serve` and `mcp` default to
+    /// greedy on a CPU (with the default model, the most answered per
+    /// second measured there) and to iesr, the search, on a GPU or an
+    /// --openai-url server; `bench` to greedy.
     #[arg(long, value_enum)]
     method: Option<MethodArg>,
     /// Completions drawn by --method sc.
@@ -694,6 +695,16 @@ impl ModelArgs {
     fn gpu_class(&self) -> bool {
         self.openai_url.is_some() || self.device.starts_with("cuda")
     }
+
+    /// The method that answers a user when none is named: the search
+    /// where compute is plentiful, one greedy query on a CPU.
+    fn answering_method(&self) -> MethodArg {
+        if self.gpu_class() {
+            MethodArg::Iesr
+        } else {
+            MethodArg::Greedy
+        }
+    }
 }
 
 /// The model behind --model/--openai-url; a known model that has not been
@@ -861,7 +872,7 @@ fn open_judge(method: &MethodArgs, model: &ModelArgs) -> Result<Option<Arc<dyn L
 fn search(args: SearchArgs) -> Result<()> {
     let config = args
         .method
-        .config(args.model.gpu_class(), MethodArg::Iesr)?;
+        .config(args.model.gpu_class(), args.model.answering_method())?;
     // A bad database path or table file should not wait for a model to load.
     let db = args.source.database()?;
     let model = open_model(&args.model)?;
@@ -898,7 +909,7 @@ fn search(args: SearchArgs) -> Result<()> {
 fn open_service(args: &ServiceArgs) -> Result<iesr::service::Service> {
     let config = args
         .method
-        .config(args.model.gpu_class(), MethodArg::Iesr)?;
+        .config(args.model.gpu_class(), args.model.answering_method())?;
     let databases = args
         .db
         .iter()

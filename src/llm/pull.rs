@@ -193,7 +193,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("model.gguf");
         std::fs::write(&path, b"not the model").unwrap();
-        let card = find_card(crate::llm::card::DEFAULT_MODEL).unwrap();
+        let card = find_card(crate::llm::card::SMALL_MODEL).unwrap();
         let err = verify(&card, &path).unwrap_err();
         assert!(matches!(err, Error::ChecksumMismatch { .. }), "{err}");
         assert!(err.to_string().contains(&card.sha256));

@@ -53,19 +53,21 @@ pub fn folder_fingerprint(dir: &Path) -> Vec<(String, u128)> {
     entries
 }
 
-/// The default model's GGUF (pulled by `iesr model pull`), or `$IESR_MODEL`.
+/// The small model's GGUF (pulled by `iesr model pull
+/// qwen2.5-coder-0.5b-instruct`), or `$IESR_MODEL`.
 pub fn model_path() -> PathBuf {
     let path = std::env::var_os("IESR_MODEL")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
-            iesr::llm::card::find_card(iesr::llm::card::DEFAULT_MODEL)
+            iesr::llm::card::find_card(iesr::llm::card::SMALL_MODEL)
                 .unwrap()
                 .cached_path()
         });
     assert!(
         path.is_file(),
-        "default model not found at {}; run `cargo run --release -- model pull` or set IESR_MODEL",
-        path.display()
+        "test model not found at {}; run `cargo run --release -- model pull {}` or set IESR_MODEL",
+        path.display(),
+        iesr::llm::card::SMALL_MODEL
     );
     path
 }
