@@ -22,6 +22,10 @@ pub enum QueryError {
     /// SQLite rejected or failed the query (syntax error, unknown column, ...).
     #[error("SQL error: {0}")]
     Sql(String),
+    /// SQLite rejected the query at one of its tokens, which starts at byte
+    /// `offset` of the query.
+    #[error("SQL error: {message}")]
+    SqlAt { message: String, offset: usize },
 }
 
 /// Every error the library reports to a user.

@@ -350,6 +350,11 @@ struct MethodArgs {
     /// sampling refuses them, on the in-process backends).
     #[arg(long)]
     no_name_constraint: bool,
+    /// Give up on a failed query instead of writing it again from where it
+    /// went wrong (a missing column, a syntax error) under the name
+    /// constraint.
+    #[arg(long)]
+    no_redecode: bool,
     /// Let replies to the prompts that ask only for a query open with
     /// prose (by default sampling makes them open with the query, on the
     /// in-process backends).
@@ -476,6 +481,7 @@ impl MethodArgs {
             seed: self.seed,
             max_tokens: self.max_tokens,
             name_constraint: !self.no_name_constraint,
+            redecode: !self.no_redecode,
             query_first: !self.no_query_first,
             focus_chars: (!self.no_focus).then_some(self.focus_chars),
             feedback_rounds: self.feedback_rounds,

@@ -307,7 +307,13 @@ fn query_error(error: rusqlite::Error, config: &ExecConfig) -> QueryError {
             }
             // SQLite's message alone: the query is already beside it in every
             // prompt and trace, and repeating it only costs tokens.
-            rusqlite::Error::SqlInputError { msg, .. } => QueryError::Sql(msg),
+            rusqlite::Error::SqlInputError { msg, offset, .. } => match usize::try_from(offset) {
+                Ok(offset) => QueryError::SqlAt {
+                    message: msg,
+                    offset,
+                },
+                Err(_) => QueryError::Sql(msg),
+            },
             other => QueryError::Sql(other.to_string()),
         },
     }

@@ -37,6 +37,7 @@ impl Engine {
             names: Arc::clone(&self.names),
             constraint: self.constraint.clone(),
             direct_constraint: self.direct_constraint.clone(),
+            redecode: self.config.redecode,
         };
         // The guided search first draws a batch of direct samples, which
         // need no understanding; when one of them runs to a result with a

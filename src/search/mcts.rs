@@ -522,6 +522,7 @@ pub(crate) mod tests {
             names: Default::default(),
             constraint: None,
             direct_constraint: None,
+            redecode: false,
         }
     }
 

@@ -102,6 +102,10 @@ pub struct SearchConfig {
     /// Sample queries that name only the schema's tables and columns
     /// (in-process backends).
     pub name_constraint: bool,
+    /// Write a failed query again from where it went wrong (a missing
+    /// column, a syntax error), greedily under the name constraint
+    /// (`repair::redecode`); only with `name_constraint`.
+    pub redecode: bool,
     /// Sample the replies of prompts that ask only for a query so that they
     /// open with it (in-process backends; `query_first`).
     pub query_first: bool,
@@ -126,6 +130,7 @@ impl Default for SearchConfig {
             max_tokens: 384,
             schema_chars: 12_000,
             name_constraint: true,
+            redecode: true,
             query_first: true,
             focus_chars: Some(DEFAULT_FOCUS_CHARS),
             feedback_rounds: DEFAULT_FEEDBACK_ROUNDS,
@@ -149,6 +154,13 @@ pub struct Answer {
     /// answer did not execute.
     pub confidence: f64,
     pub trace: Trace,
+}
+
+/// A failed query written again: the call, and the query and its result
+/// when it runs.
+struct Redecoded {
+    call: CallRecord,
+    ran: Option<(String, Arc<QueryResult>)>,
 }
 
 /// A database opened for answering questions with one model.
@@ -301,15 +313,34 @@ impl Engine {
             .collect();
         let written: Vec<&str> = answered.iter().map(|(_, sql)| sql.as_str()).collect();
         let ran = self.executor.query_many(&written);
-        let mut sqls = Vec::with_capacity(ran.len());
-        let mut outcomes = Vec::with_capacity(ran.len());
-        for ((answer, sql), outcome) in answered.into_iter().zip(ran) {
-            let (sql, outcome) = match outcome {
-                Err(e) => self.mend_failed(&messages, answer, sql, e, &sampling, &mut trace)?,
-                ran => (sql, ran),
-            };
-            sqls.push(sql);
-            outcomes.push(outcome);
+        // A misspelt or misplaced name with one clearly right replacement is
+        // fixed when the fixed query runs, as in the search's steps.
+        let (mut sqls, mut outcomes): (Vec<String>, Vec<QueryOutcome>) = answered
+            .iter()
+            .zip(ran)
+            .map(|((_, sql), outcome)| match &outcome {
+                Err(e) => self
+                    .names
+                    .fix_until_it_runs(&self.executor, sql, &e.to_string())
+                    .map_or((sql.clone(), outcome), |(fixed, result)| {
+                        (fixed, Ok(result))
+                    }),
+                Ok(_) => (sql.clone(), outcome),
+            })
+            .unzip();
+        if !outcomes.iter().any(feedback::has_value) {
+            for (i, (answer, _)) in answered.iter().enumerate() {
+                if let Err(error) = &outcomes[i] {
+                    let redone = self.redecode(&messages, answer, &sqls[i], error, &sampling)?;
+                    if let Some(Redecoded { call, ran }) = redone {
+                        trace.cost.add(&call.usage);
+                        trace.calls.push(call);
+                        if let Some((sql, result)) = ran {
+                            (sqls[i], outcomes[i]) = (sql, Ok(result));
+                        }
+                    }
+                }
+            }
         }
         let groups = result_groups(&outcomes);
         let mut chosen = choose_by_execution(&outcomes, &groups);
@@ -367,55 +398,43 @@ impl Engine {
         })
     }
 
-    /// A failed query of a reply to `messages` mended as the search's
-    /// steps are: a misspelt or misplaced name with one clearly right
-    /// replacement fixed in place, else, with the name constraint on, the
-    /// reply written again past a missing column (the call recorded in
-    /// `trace`); the query as it was when neither runs.
-    fn mend_failed(
+    /// A failed query of a reply to `messages` written again from where it
+    /// went wrong, with the name constraint on and `redecode`, when none of
+    /// the replies answered: a rescue for the question, never one more
+    /// vote among answers (which measured no gain for the tokens it cost).
+    /// The call, and the query written again and its result when it runs
+    /// (fixed in place if need be); None when no call was made.
+    fn redecode(
         &self,
         messages: &[ChatMessage],
         answer: &str,
-        sql: String,
-        error: QueryError,
+        sql: &str,
+        error: &QueryError,
         sampling: &Sampling,
-        trace: &mut Trace,
-    ) -> Result<(String, QueryOutcome)> {
-        let message = error.to_string();
-        if let Some((fixed, result)) = self.names.fix_until_it_runs(&self.executor, &sql, &message)
-        {
-            return Ok((fixed, Ok(result)));
+    ) -> Result<Option<Redecoded>> {
+        if self.constraint.is_none() || !self.config.redecode {
+            return Ok(None);
         }
-        if self.constraint.is_none() {
-            return Ok((sql, Err(error)));
-        }
-        let Some((rewritten, call)) = self.names.redecode_past_missing_name(
+        let Some((rewritten, call)) = self.names.redecode_failed_query(
             self.model.as_ref(),
             messages,
             answer,
-            &sql,
-            &message,
+            sql,
+            error,
             sampling,
             "sql_generation",
         )?
         else {
-            return Ok((sql, Err(error)));
+            return Ok(None);
         };
-        trace.cost.add(&call.usage);
-        trace.calls.push(call);
-        let Some(new_sql) = extract_sql(&rewritten) else {
-            return Ok((sql, Err(error)));
-        };
-        let mended = match self.executor.query(&new_sql) {
-            Ok(result) => Some((new_sql, result)),
-            Err(e) => self
-                .names
-                .fix_until_it_runs(&self.executor, &new_sql, &e.to_string()),
-        };
-        Ok(match mended {
-            Some((new_sql, result)) => (new_sql, Ok(result)),
-            None => (sql, Err(error)),
-        })
+        let mended =
+            extract_sql(&rewritten).and_then(|new_sql| match self.executor.query(&new_sql) {
+                Ok(result) => Some((new_sql, result)),
+                Err(e) => self
+                    .names
+                    .fix_until_it_runs(&self.executor, &new_sql, &e.to_string()),
+            });
+        Ok(Some(Redecoded { call, ran: mended }))
     }
 
     /// When sc's samples ran to more than one result, the group the
@@ -647,11 +666,34 @@ SELECT T1.nosuch FROM singer AS T1
         );
         assert!(answer.result.is_some());
         let redecode = &answer.trace.calls[1];
-        assert_eq!(redecode.stage, "sql_generation rewrite past missing name");
+        assert_eq!(redecode.stage, "sql_generation rewrite of the failed query");
         assert_eq!(redecode.temperature, 0.0);
         let resumed = redecode.prompt.last().unwrap();
         assert_eq!(resumed.role, "assistant");
         assert_eq!(resumed.content, "```sql\nSELECT ");
+    }
+
+    #[test]
+    fn a_failed_sample_is_not_written_again_when_another_answered() {
+        let replies = vec![
+            "```sql\nSELECT T1.nosuch FROM singer AS T1\n```",
+            "```sql\nSELECT count(*) FROM singer\n```",
+            "T1.Name FROM singer AS T1\n```",
+        ];
+        let model = Arc::new(ScriptedModel::new(replies));
+        let config = SearchConfig {
+            method: Method::SelfConsistency {
+                samples: 2,
+                temperature: 0.8,
+            },
+            ..SearchConfig::default()
+        };
+        let answer = Engine::new(model, &concert_singer(), config)
+            .unwrap()
+            .answer("How many singers?", None)
+            .unwrap();
+        assert_eq!(answer.sql.as_deref(), Some("SELECT count(*) FROM singer"));
+        assert_eq!(stages(&answer), ["sql_generation"]);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! output, and execute any query it wrote. Shared by the tree search and the
 //! discriminator, so both see states the same way.
 
+use super::feedback::has_value;
 use super::repair::SchemaNames;
 use crate::action::{Action, ActionSet, Frame, OutputKind, StepOutput, TerminalRule};
 use crate::db::{Executor, QueryOutcome};
@@ -31,6 +32,9 @@ pub struct QuestionContext {
     pub constraint: Option<Constraint>,
     /// The constraint of direct-frame steps, which write only a query.
     pub direct_constraint: Option<Constraint>,
+    /// Write a failed query again from where it went wrong, under the
+    /// constraint (when there is one).
+    pub redecode: bool,
 }
 
 /// One applied action.
@@ -231,21 +235,26 @@ impl Reasoner<'_> {
             generation,
         )];
         records.extend(continuations);
+        // A rescue for the call, never one more vote among its answers.
+        let answered = steps
+            .iter()
+            .any(|s| s.execution.as_ref().is_some_and(has_value));
+        if answered {
+            return Ok((steps, records));
+        }
         let steps = steps
             .into_iter()
-            .map(|step| {
-                self.redecode_missing_name(model, &prompt, step, sampling, &stage, &mut records)
-            })
+            .map(|step| self.redecode_failed(model, &prompt, step, sampling, &stage, &mut records))
             .collect::<Result<Vec<Step>>>()?;
         Ok((steps, records))
     }
 
-    /// The step written again from before the column its query names and
-    /// its tables lack (`SchemaNames::redecode_past_missing_name`), when
-    /// the name constraint is on and the query written again runs (fixed
-    /// in place if need be); else the step as it was. The call is recorded
-    /// in `records` either way.
-    fn redecode_missing_name(
+    /// The step written again from where its failed query went wrong (a
+    /// missing column, a syntax error: `SchemaNames::redecode_failed_query`),
+    /// when redecoding and the name constraint are on and the query written
+    /// again runs (fixed in place if need be); else the step as it was. The call is
+    /// recorded in `records` either way.
+    fn redecode_failed(
         &self,
         model: &dyn LanguageModel,
         prompt: &[ChatMessage],
@@ -254,20 +263,23 @@ impl Reasoner<'_> {
         stage: &str,
         records: &mut Vec<CallRecord>,
     ) -> Result<Step> {
-        let (Some(output), Some(Err(error)), Some(_)) =
-            (&step.output, &step.execution, &self.context.constraint)
-        else {
+        let (Some(output), Some(Err(error)), Some(_), true) = (
+            &step.output,
+            &step.execution,
+            &self.context.constraint,
+            self.context.redecode,
+        ) else {
             return Ok(step);
         };
         let Some(sql) = &output.sql else {
             return Ok(step);
         };
-        let Some((answer, record)) = self.context.names.redecode_past_missing_name(
+        let Some((answer, record)) = self.context.names.redecode_failed_query(
             model,
             prompt,
             &output.text,
             sql,
-            &error.to_string(),
+            error,
             sampling,
             stage,
         )?
@@ -446,6 +458,7 @@ mod tests {
                     names: Arc::new(SchemaNames::of(&demo::schema())),
                     constraint: None,
                     direct_constraint: None,
+                    redecode: false,
                 },
             }
         }

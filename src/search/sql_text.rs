@@ -263,6 +263,33 @@ pub fn reference_at(sql: &str, qualifier: Option<&str>, column: &str) -> Option<
     })
 }
 
+/// Byte offset in `sql` where the name written before the token at
+/// `offset` starts, its qualifiers included (`T1.x` starts at `T1`): where
+/// to write again from when SQLite stops at that token. None when no word
+/// comes before it.
+pub fn name_before(sql: &str, offset: usize) -> Option<usize> {
+    let pieces = pieces(sql);
+    let start = |p: &Piece<'_>| match p {
+        Piece::Word(w) | Piece::Other(w) => offset_in(sql, w),
+    };
+    let at = pieces
+        .iter()
+        .position(|p| start(p) + piece_len(p) > offset)?;
+    let mut word = (0..at)
+        .rev()
+        .find(|&i| matches!(pieces[i], Piece::Word(_)))?;
+    while word >= 2 && is_dot(&pieces[word - 1]) && matches!(pieces[word - 2], Piece::Word(_)) {
+        word -= 2;
+    }
+    Some(start(&pieces[word]))
+}
+
+fn piece_len(piece: &Piece<'_>) -> usize {
+    match piece {
+        Piece::Word(w) | Piece::Other(w) => w.len(),
+    }
+}
+
 /// The name a query uses for `table`, given its `table_aliases`: the
 /// table's one alias, or its own name when it has none; None when the
 /// query does not bind it, or binds it under two aliases (a self-join),
@@ -559,5 +586,25 @@ mod tests {
             None,
             "z"
         ));
+    }
+
+    #[test]
+    fn a_reference_starts_at_its_qualifier_or_where_it_stands_bare() {
+        let sql = "SELECT T1.cost, cost FROM t AS T1";
+        assert_eq!(reference_at(sql, Some("T1"), "cost"), Some(7));
+        assert_eq!(reference_at(sql, None, "cost"), Some(16));
+        assert_eq!(reference_at(sql, Some("T2"), "cost"), None);
+    }
+
+    #[test]
+    fn the_name_before_a_bad_token_starts_at_its_first_qualifier() {
+        let sql = "SELECT AVG(Syn.(d)) FROM t WHERE T1 x > 1";
+        let paren = sql.find(".(").unwrap() + 1;
+        assert_eq!(name_before(sql, paren), sql.find("Syn"));
+        let x = sql.find(" x ").unwrap() + 1;
+        assert_eq!(name_before(sql, x), sql.find("T1"));
+        let dotted = "SELECT a.b.c d FROM t";
+        assert_eq!(name_before(dotted, dotted.find(" d").unwrap() + 1), Some(7));
+        assert_eq!(name_before("(x", 0), None);
     }
 }

@@ -72,6 +72,9 @@ impl SearchConfig {
         if !self.query_first {
             changes.insert(0, "no-query-first".to_string());
         }
+        if self.name_constraint && !self.redecode {
+            changes.insert(0, "no-redecode".to_string());
+        }
         if !self.name_constraint {
             changes.insert(0, "no-name-constraint".to_string());
         }
@@ -171,6 +174,11 @@ mod tests {
             ..SearchConfig::default()
         };
         assert_eq!(free.variant().label(), "greedy no-name-constraint @1");
+        let given_up = SearchConfig {
+            redecode: false,
+            ..SearchConfig::default()
+        };
+        assert_eq!(given_up.variant().label(), "greedy no-redecode @1");
         let whole = SearchConfig {
             focus_chars: None,
             ..SearchConfig::default()

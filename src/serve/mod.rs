@@ -144,7 +144,9 @@ impl From<Error> for ApiError {
         let status = match &error {
             Error::UnknownDatabase(_) => StatusCode::NOT_FOUND,
             Error::InvalidArgument(_) | Error::PromptTooLong { .. } => StatusCode::BAD_REQUEST,
-            Error::Query(QueryError::Refused(_) | QueryError::Sql(_)) => StatusCode::BAD_REQUEST,
+            Error::Query(
+                QueryError::Refused(_) | QueryError::Sql(_) | QueryError::SqlAt { .. },
+            ) => StatusCode::BAD_REQUEST,
             Error::Query(_) => StatusCode::UNPROCESSABLE_ENTITY,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };

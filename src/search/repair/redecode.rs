@@ -1,37 +1,75 @@
-//! A query that names a column none of its tables has, written again by
-//! the model from just before that name. While a SELECT list is decoded the
-//! name constraint cannot know which tables the query will read, so it lets
-//! any column of the schema through; once the query is whole its tables are
-//! known. The answer is cut at the first reference to the missing name and
-//! continued greedily with the constraint narrowed to those tables, so the
-//! model's next choice is among names that can run. The in-place fixes
-//! (`SchemaNames::fixes`, which may join the column's table) come first;
-//! this keeps the query's tables and changes the name.
+//! A failed query written again by the model from just before where it
+//! went wrong, greedily, under the name constraint, so that the model's
+//! next choice there is its likeliest one that can run.
+//! - A column none of the query's tables has: while a SELECT list is
+//!   decoded the constraint cannot know which tables the query will read,
+//!   so it lets any column of the schema through; once the query is whole
+//!   its tables are known. The answer is cut at the first reference to the
+//!   missing name and the constraint narrowed to those tables. The in-place
+//!   fixes (`SchemaNames::fixes`, which may join the column's table) come
+//!   first; this keeps the query's tables and changes the name.
+//! - A syntax error: sampling at a temperature sometimes draws a token
+//!   that breaks the query (`T1 x` for `T1.x`, a stray parenthesis). The
+//!   answer is cut before the name written ahead of the token SQLite
+//!   stopped at, under the whole schema's constraint.
 
 use super::{after, split_qualified, SchemaNames};
-use crate::error::Result;
+use crate::error::{QueryError, Result};
 use crate::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
 use crate::search::name_constraint::{NameConstraint, SchemaVocabulary};
-use crate::search::sql_text::{reference_at, table_aliases};
+use crate::search::sql_text::{name_before, reference_at, table_aliases};
 use crate::trace::CallRecord;
 
-/// Where a failed answer is continued from, and the tables its query reads.
+/// Where a failed answer is continued from, and the tables whose names the
+/// continuation may use.
 #[derive(Debug, PartialEq)]
 pub(crate) struct ResumePoint {
-    /// The answer up to the first reference to the missing name.
+    /// The answer up to where its query went wrong.
     pub written: String,
     pub tables: Vec<String>,
 }
 
+/// Whether SQLite's message says the query does not parse at a token.
+fn is_syntax_error(message: &str) -> bool {
+    message.contains("syntax error") || message.starts_with("unrecognized token")
+}
+
 impl SchemaNames {
     /// Where `answer`, whose query `sql` failed with `error`, is continued
-    /// from: None unless the error is a missing column that the query
-    /// writes, inside `answer`, and the query reads tables of the schema.
-    pub(crate) fn resume_point(&self, answer: &str, sql: &str, error: &str) -> Option<ResumePoint> {
-        let name = after(error, "no such column:")?;
-        let (qualifier, column) = split_qualified(name);
+    /// from: before a missing column's first reference (narrowed to the
+    /// tables the query reads) or before the name ahead of a syntax error
+    /// (any table). None for other errors, and where the query is not in
+    /// `answer` or the place cannot be found.
+    pub(crate) fn resume_point(
+        &self,
+        answer: &str,
+        sql: &str,
+        error: &QueryError,
+    ) -> Option<ResumePoint> {
         let query_at = answer.rfind(sql)?;
-        let name_at = reference_at(sql, qualifier, column)?;
+        let (cut, tables) = match error {
+            QueryError::SqlAt { message, offset } if is_syntax_error(message) => {
+                let cut = name_before(sql, *offset).filter(|_| *offset <= sql.len())?;
+                (cut, self.tables.iter().map(|(t, _)| t.clone()).collect())
+            }
+            _ => {
+                let message = error.to_string();
+                let name = after(&message, "no such column:")?;
+                let (qualifier, column) = split_qualified(name);
+                (
+                    reference_at(sql, qualifier, column)?,
+                    self.query_tables(sql),
+                )
+            }
+        };
+        (!tables.is_empty()).then(|| ResumePoint {
+            written: answer[..query_at + cut].to_string(),
+            tables,
+        })
+    }
+
+    /// The schema's tables that `sql` reads, as the schema spells them.
+    fn query_tables(&self, sql: &str) -> Vec<String> {
         let mut tables: Vec<String> = table_aliases(sql)
             .into_iter()
             .filter_map(|(_, table)| {
@@ -43,25 +81,22 @@ impl SchemaNames {
             .collect();
         tables.sort_unstable();
         tables.dedup();
-        (!tables.is_empty()).then(|| ResumePoint {
-            written: answer[..query_at + name_at].to_string(),
-            tables,
-        })
+        tables
     }
 
     /// The answer to `messages` (`answer`, whose query `sql` failed with
-    /// `error`) continued from before its missing name, and the call that
-    /// wrote it; None where there is no such point. `sampling` is the
+    /// `error`) continued from where its query went wrong, and the call
+    /// that wrote it; None where there is no such point. `sampling` is the
     /// answer's own (its stop strings and token limit); the continuation is
     /// greedy, one completion.
     #[allow(clippy::too_many_arguments)]
-    pub fn redecode_past_missing_name(
+    pub fn redecode_failed_query(
         &self,
         model: &dyn LanguageModel,
         messages: &[ChatMessage],
         answer: &str,
         sql: &str,
-        error: &str,
+        error: &QueryError,
         sampling: &Sampling,
         stage: &str,
     ) -> Result<Option<(String, CallRecord)>> {
@@ -86,7 +121,7 @@ impl SchemaNames {
         };
         let generation = model.generate(&Prompt::Chat(messages.clone()), &sampling)?;
         let record = CallRecord::new(
-            format!("{stage} rewrite past missing name"),
+            format!("{stage} rewrite of the failed query"),
             messages,
             &sampling,
             generation,
@@ -102,6 +137,10 @@ mod tests {
     use crate::db::Schema;
     use crate::understand::demo;
 
+    fn missing(name: &str) -> QueryError {
+        QueryError::Sql(format!("no such column: {name}"))
+    }
+
     fn names() -> SchemaNames {
         let schema: Schema = demo::schema();
         SchemaNames::of(&schema)
@@ -114,7 +153,7 @@ mod tests {
         let sql = format!("SELECT T1.nope FROM {table} AS T1");
         let answer = format!("Reasoning.\n```sql\n{sql}\n```");
         let point = names
-            .resume_point(&answer, &sql, "no such column: T1.nope")
+            .resume_point(&answer, &sql, &missing("T1.nope"))
             .expect("a resume point");
         assert_eq!(point.written, "Reasoning.\n```sql\nSELECT ");
         assert_eq!(point.tables, vec![table.clone()]);
@@ -126,7 +165,7 @@ mod tests {
         let table = &names.tables[0].0;
         let sql = format!("SELECT x.cost, cost FROM {table} AS x");
         let point = names
-            .resume_point(&sql, &sql, "no such column: cost")
+            .resume_point(&sql, &sql, &missing("cost"))
             .expect("a resume point");
         assert_eq!(point.written, "SELECT x.cost, ");
     }
@@ -136,9 +175,32 @@ mod tests {
         let names = names();
         let table = &names.tables[0].0;
         let sql = format!("SELECT nope FROM {table}");
-        assert_eq!(names.resume_point(&sql, &sql, "no such table: t"), None);
+        let no_table = QueryError::Sql("no such table: t".into());
+        assert_eq!(names.resume_point(&sql, &sql, &no_table), None);
         let elsewhere = "SELECT nope FROM not_a_table";
-        let error = "no such column: nope";
-        assert_eq!(names.resume_point(elsewhere, elsewhere, error), None);
+        assert_eq!(
+            names.resume_point(elsewhere, elsewhere, &missing("nope")),
+            None
+        );
+    }
+
+    #[test]
+    fn a_syntax_error_resumes_before_the_name_ahead_of_it_with_every_table() {
+        let names = names();
+        let sql = "SELECT T1 x FROM t AS T1";
+        let error = QueryError::SqlAt {
+            message: "near \"x\": syntax error".into(),
+            offset: 10,
+        };
+        let point = names
+            .resume_point(sql, sql, &error)
+            .expect("a resume point");
+        assert_eq!(point.written, "SELECT ");
+        assert_eq!(point.tables.len(), names.tables.len());
+        let elsewhere = QueryError::SqlAt {
+            message: "no such function: f".into(),
+            offset: 7,
+        };
+        assert_eq!(names.resume_point(sql, sql, &elsewhere), None);
     }
 }
