@@ -122,6 +122,33 @@ fn a_syntax_error_says_where_in_the_query_it_stands() {
     assert!(sql[*offset..].starts_with("last_name"), "{offset}");
 }
 
+/// Two layouts of one bad query share a cache entry, but each error must
+/// point into its own text: the rewrite cuts the answer at that offset.
+#[test]
+fn each_layout_of_a_bad_query_gets_its_own_error_offset() {
+    let layouts = [
+        "SELECT first_name FROM member AS T1 WHERE T1 last_name = 'Gupta'",
+        "select first_name\n  from member as T1\n  where T1 last_name = 'Gupta'",
+    ];
+    let offset_in = |sql: &str, outcome: iesr::db::QueryOutcome| {
+        let Err(QueryError::SqlAt { offset, .. }) = outcome else {
+            panic!("no offset for {sql:?}: {outcome:?}");
+        };
+        assert!(
+            sql[offset..].starts_with("last_name"),
+            "{sql:?} at {offset}"
+        );
+    };
+    let executor = Executor::open(&student_club(), ExecConfig::default()).unwrap();
+    for sql in layouts {
+        offset_in(sql, executor.query(sql));
+    }
+    let fresh = Executor::open(&student_club(), ExecConfig::default()).unwrap();
+    for (sql, outcome) in layouts.iter().zip(fresh.query_many(&layouts)) {
+        offset_in(sql, outcome);
+    }
+}
+
 #[test]
 fn many_queries_run_in_parallel_in_order() {
     let executor = Executor::open(&student_club(), ExecConfig::default()).unwrap();

@@ -89,7 +89,23 @@ pub struct Executor {
     /// Idle connections; a worker takes one (or opens one) per query, so
     /// parallel queries each run on their own connection.
     pool: Mutex<Vec<GuardedConnection>>,
-    cache: Mutex<LruCache<String, QueryOutcome>>,
+    cache: Mutex<LruCache<String, Cached>>,
+}
+
+/// A cached outcome and the text that ran to it: two layouts of one query
+/// share a result, but a syntax error's offset belongs to the text it was
+/// found in.
+struct Cached {
+    sql: String,
+    outcome: QueryOutcome,
+}
+
+impl Cached {
+    /// The outcome, when it holds for `sql` as written.
+    fn for_text(&self, sql: &str) -> Option<QueryOutcome> {
+        let placed = matches!(self.outcome, Err(QueryError::SqlAt { .. }));
+        (!placed || self.sql == sql).then(|| self.outcome.clone())
+    }
 }
 
 impl Executor {
@@ -113,22 +129,32 @@ impl Executor {
         &self.config
     }
 
-    /// Runs one query, or returns the cached outcome of the same SQL.
+    /// Runs one query, or returns the cached outcome of the same SQL (an
+    /// error placed at an offset only for the same text: preparing another
+    /// layout again fails fast and places its own).
     pub fn query(&self, sql: &str) -> QueryOutcome {
         let key = normalize(sql);
-        if let Some(hit) = self.cache.lock().expect("cache lock").get(&key) {
-            return hit.clone();
-        }
-        let outcome = self.run_uncached(sql).map(Arc::new);
-        self.cache
+        let hit = self
+            .cache
             .lock()
             .expect("cache lock")
-            .put(key, outcome.clone());
+            .get(&key)
+            .and_then(|c| c.for_text(sql));
+        if let Some(outcome) = hit {
+            return outcome;
+        }
+        let outcome = self.run_uncached(sql).map(Arc::new);
+        let cached = Cached {
+            sql: sql.to_string(),
+            outcome: outcome.clone(),
+        };
+        self.cache.lock().expect("cache lock").put(key, cached);
         outcome
     }
 
     /// Runs many queries in parallel, each distinct SQL text once; outcomes
-    /// come back in input order.
+    /// come back in input order. A text sharing another layout's placed
+    /// error is asked again, for its own offset.
     pub fn query_many<S: AsRef<str> + Sync>(&self, sqls: &[S]) -> Vec<QueryOutcome> {
         let mut unique: Vec<&str> = Vec::new();
         let mut seen: HashMap<String, usize> = HashMap::new();
@@ -142,7 +168,15 @@ impl Executor {
             })
             .collect();
         let outcomes: Vec<QueryOutcome> = unique.par_iter().map(|sql| self.query(sql)).collect();
-        slots.into_iter().map(|i| outcomes[i].clone()).collect()
+        sqls.iter()
+            .zip(slots)
+            .map(|(sql, i)| match &outcomes[i] {
+                Err(QueryError::SqlAt { .. }) if unique[i] != sql.as_ref() => {
+                    self.query(sql.as_ref())
+                }
+                outcome => outcome.clone(),
+            })
+            .collect()
     }
 
     /// Fingerprints the full result of a query, keeping no rows and no cache
