@@ -340,6 +340,11 @@ struct MethodArgs {
     /// Sampling temperature for --method sc.
     #[arg(long, default_value_t = 0.8)]
     temperature: f32,
+    /// Min-p of every sampled query (sc, the search): a token less likely
+    /// than this share of the likeliest token's probability is never drawn
+    /// (0: no cut).
+    #[arg(long, default_value_t = iesr::search::DEFAULT_MIN_P)]
+    min_p: f32,
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Token limit per completion (baselines; tree-search actions set
@@ -467,6 +472,11 @@ impl MethodArgs {
     /// The search settings; `gpu_class` picks the paper search's larger
     /// rollout default, `default` the method when none is given.
     fn config(&self, gpu_class: bool, default: MethodArg) -> Result<SearchConfig> {
+        if !(0.0..1.0).contains(&self.min_p) {
+            return Err(Error::InvalidArgument(
+                "--min-p must be at least 0 and below 1 (for example 0.1)".into(),
+            ));
+        }
         let method = match self.method.unwrap_or(default) {
             MethodArg::Greedy => Method::Greedy,
             MethodArg::Sc => Method::SelfConsistency {
@@ -483,6 +493,7 @@ impl MethodArgs {
             name_constraint: !self.no_name_constraint,
             redecode: !self.no_redecode,
             query_first: !self.no_query_first,
+            min_p: self.min_p,
             focus_chars: (!self.no_focus).then_some(self.focus_chars),
             feedback_rounds: self.feedback_rounds,
             read_chars: self.read_chars,

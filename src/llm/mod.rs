@@ -62,6 +62,9 @@ pub struct Sampling {
     pub top_p: f32,
     /// 0 means no top-k cut.
     pub top_k: usize,
+    /// Min-p: a token less likely than this share of the most likely
+    /// token's probability (before temperature) is never drawn; 0 keeps all.
+    pub min_p: f32,
     pub max_tokens: usize,
     /// Generation stops before the first occurrence of any of these.
     pub stop: Vec<String>,
@@ -87,6 +90,7 @@ impl Default for Sampling {
             temperature: 0.0,
             top_p: 1.0,
             top_k: 0,
+            min_p: 0.0,
             max_tokens: 256,
             stop: Vec::new(),
             seed: 0,

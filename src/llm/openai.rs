@@ -151,6 +151,10 @@ impl OpenAiModel {
             // Not in OpenAI's API, but vLLM, SGLang and llama.cpp accept it.
             body["top_k"] = json!(sampling.top_k);
         }
+        if sampling.min_p > 0.0 {
+            // Likewise: vLLM, SGLang and llama.cpp read min_p.
+            body["min_p"] = json!(sampling.min_p);
+        }
         match prompt {
             Prompt::Chat(messages) => {
                 body["messages"] = json!(messages);

@@ -1,5 +1,5 @@
-//! Picking the next token from logits: greedy, or temperature with top-k and
-//! top-p cuts, from a seeded generator so runs repeat exactly.
+//! Picking the next token from logits: greedy, or temperature with top-k,
+//! min-p and top-p cuts, from a seeded generator so runs repeat exactly.
 
 use super::exp::exp_nonpositive;
 use super::Sampling;
@@ -10,6 +10,7 @@ pub struct Sampler {
     temperature: f32,
     top_p: f32,
     top_k: usize,
+    min_p: f32,
     rng: ChaCha8Rng,
 }
 
@@ -26,6 +27,7 @@ impl Sampler {
             temperature: sampling.temperature,
             top_p: sampling.top_p,
             top_k: sampling.top_k,
+            min_p: sampling.min_p,
             rng: ChaCha8Rng::seed_from_u64(seed),
         }
     }
@@ -55,11 +57,16 @@ impl Sampler {
     }
 
     /// The lowest logit that can be drawn: the top-k cut (ties at the cut
-    /// included), and no token below what an f32 sum of probabilities can
-    /// register (e^-30 of the most likely token's, over a vocabulary under
-    /// 10^6 tokens).
+    /// included), the min-p cut (on the model's own probabilities, so a
+    /// higher temperature flattens what is kept without letting in the
+    /// unlikely tail that breaks a query's syntax), and no token below what
+    /// an f32 sum of probabilities can register (e^-30 of the most likely
+    /// token's, over a vocabulary under 10^6 tokens).
     fn floor(&self, logits: &[f32], max: f32) -> f32 {
-        let negligible = max - NEGLIGIBLE * self.temperature;
+        let mut negligible = max - NEGLIGIBLE * self.temperature;
+        if self.min_p > 0.0 {
+            negligible = negligible.max(max + self.min_p.ln());
+        }
         if self.top_k == 0 || self.top_k >= logits.len() {
             return negligible;
         }
@@ -201,6 +208,27 @@ mod tests {
         let logits = [0.0, 0.0, 10.0, 0.0];
         let mut s = Sampler::new(&sampling(1.0, 0, 0.5, 11), 0);
         assert!((0..50).all(|_| s.next_token(&logits) == 2));
+    }
+
+    #[test]
+    fn min_p_cuts_tokens_far_below_the_likeliest_at_any_temperature() {
+        // Probabilities before temperature: 0.6, 0.3, 0.07, 0.03. Min-p 0.1
+        // keeps tokens at least 0.06 likely; a high temperature flattens
+        // the kept ones but never reaches token 3.
+        let logits = [0.6f32.ln(), 0.3f32.ln(), 0.07f32.ln(), 0.03f32.ln()];
+        let mut s = Sampler::new(
+            &Sampling {
+                min_p: 0.1,
+                ..sampling(2.0, 0, 1.0, 9)
+            },
+            0,
+        );
+        let mut counts = [0usize; 4];
+        for _ in 0..3_000 {
+            counts[s.next_token(&logits) as usize] += 1;
+        }
+        assert_eq!(counts[3], 0, "{counts:?}");
+        assert!(counts.iter().take(3).all(|&c| c > 300), "{counts:?}");
     }
 
     #[test]

@@ -61,18 +61,7 @@ impl Engine {
             let Some(written) = written else {
                 return Ok(None);
             };
-            let (written, ran) = match self.executor.query(&written) {
-                Err(e) => {
-                    match self
-                        .names
-                        .fix_until_it_runs(&self.executor, &written, &e.to_string())
-                    {
-                        Some((fixed, result)) => (fixed, Ok(result)),
-                        None => (written, Err(e)),
-                    }
-                }
-                ran => (written, ran),
-            };
+            let (written, ran) = self.names.query_or_fix(&self.executor, &written);
             trace.candidates.push(CandidateRecord {
                 sql: written.clone(),
                 execution: Execution::from_outcome(&ran),

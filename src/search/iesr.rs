@@ -38,6 +38,7 @@ impl Engine {
             constraint: self.constraint.clone(),
             direct_constraint: self.direct_constraint.clone(),
             redecode: self.config.redecode,
+            min_p: self.config.min_p,
         };
         // The guided search first draws a batch of direct samples, which
         // need no understanding; when one of them runs to a result with a

@@ -523,6 +523,7 @@ pub(crate) mod tests {
             constraint: None,
             direct_constraint: None,
             redecode: false,
+            min_p: 0.0,
         }
     }
 

@@ -2,6 +2,7 @@
 //! execute every candidate, and choose by execution. `greedy` and `sc`
 //! (self-consistency) are the baselines the tree search is measured against.
 
+mod continuation;
 pub mod extract;
 mod feedback;
 mod iesr;
@@ -35,6 +36,9 @@ pub(crate) use feedback::has_value;
 pub use feedback::DEFAULT_FEEDBACK_ROUNDS;
 use mcts::{MctsConfig, RolloutProgress};
 pub use read_answer::DEFAULT_READ_CHARS;
+
+/// Min-p of sampled queries by default (`SearchConfig::min_p`).
+pub const DEFAULT_MIN_P: f32 = 0.0;
 use serde::Serialize;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -113,6 +117,10 @@ pub struct SearchConfig {
     /// one-call prompts show only the tables the question needs most,
     /// within this many; None shows every table.
     pub focus_chars: Option<usize>,
+    /// Min-p of every sampled query (sc's samples, the search's steps at a
+    /// temperature): the tail of tokens far less likely than the likeliest
+    /// is never drawn.
+    pub min_p: f32,
     /// L: how many times greedy's or sc's chosen query is written again
     /// with execution feedback when it fails or returns no value.
     pub feedback_rounds: usize,
@@ -133,6 +141,7 @@ impl Default for SearchConfig {
             redecode: true,
             query_first: true,
             focus_chars: Some(DEFAULT_FOCUS_CHARS),
+            min_p: DEFAULT_MIN_P,
             feedback_rounds: DEFAULT_FEEDBACK_ROUNDS,
             read_chars: DEFAULT_READ_CHARS,
             exec: ExecConfig::default(),
@@ -293,6 +302,7 @@ impl Engine {
         let sampling = Sampling {
             temperature,
             top_p: if temperature > 0.0 { 0.95 } else { 1.0 },
+            min_p: self.config.min_p,
             max_tokens: self.config.max_tokens,
             seed: self.config.seed,
             n,
@@ -427,13 +437,12 @@ impl Engine {
         else {
             return Ok(None);
         };
-        let mended =
-            extract_sql(&rewritten).and_then(|new_sql| match self.executor.query(&new_sql) {
-                Ok(result) => Some((new_sql, result)),
-                Err(e) => self
-                    .names
-                    .fix_until_it_runs(&self.executor, &new_sql, &e.to_string()),
-            });
+        let mended = extract_sql(&rewritten).and_then(|new_sql| {
+            match self.names.query_or_fix(&self.executor, &new_sql) {
+                (sql, Ok(result)) => Some((sql, result)),
+                (_, Err(_)) => None,
+            }
+        });
         Ok(Some(Redecoded { call, ran: mended }))
     }
 

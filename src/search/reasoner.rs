@@ -3,6 +3,7 @@
 //! output, and execute any query it wrote. Shared by the tree search and the
 //! discriminator, so both see states the same way.
 
+use super::continuation::continue_reply;
 use super::feedback::has_value;
 use super::repair::SchemaNames;
 use crate::action::{Action, ActionSet, Frame, OutputKind, StepOutput, TerminalRule};
@@ -12,6 +13,7 @@ use crate::llm::constraint::Constraint;
 use crate::llm::{ChatMessage, FinishReason, LanguageModel, Prompt, Sampling};
 use crate::prompts::{REASONING_SYSTEM, REASONING_USER};
 use crate::trace::CallRecord;
+use crate::understand::text::truncate_chars;
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -35,6 +37,8 @@ pub struct QuestionContext {
     /// Write a failed query again from where it went wrong, under the
     /// constraint (when there is one).
     pub redecode: bool,
+    /// Min-p of sampled steps (`SearchConfig::min_p`).
+    pub min_p: f32,
 }
 
 /// One applied action.
@@ -319,22 +323,18 @@ impl Reasoner<'_> {
         stage: &str,
     ) -> Result<(String, CallRecord)> {
         let begun = format!("{}\n{QUERY_OPEN}\n", answer.trim_end());
-        let mut messages = prompt.to_vec();
-        messages.push(ChatMessage::new("assistant", begun.clone()));
         let sampling = Sampling {
             n: 1,
             seed: sampling.seed.wrapping_add(row as u64 + 1),
             ..sampling.clone()
         };
-        let generation = model.generate(&Prompt::Chat(messages.clone()), &sampling)?;
-        let record = CallRecord::new(
-            format!("{stage} query continuation"),
-            messages,
+        continue_reply(
+            model,
+            prompt,
+            begun,
             &sampling,
-            generation,
-        );
-        let rest = record.outputs.first().cloned().unwrap_or_default();
-        Ok((begun + &rest, record))
+            format!("{stage} query continuation"),
+        )
     }
 
     /// The step with misspelt table or column names in its failed query
@@ -365,6 +365,7 @@ impl Reasoner<'_> {
         Sampling {
             temperature: spec.temperature,
             top_p: if spec.temperature > 0.0 { 0.95 } else { 1.0 },
+            min_p: self.context.min_p,
             max_tokens: spec.max_tokens,
             stop: spec.stop.clone(),
             seed,
@@ -423,14 +424,6 @@ pub fn execution_note(outcome: &QueryOutcome) -> String {
     }
 }
 
-/// `text` cut to `max` characters, marked with `...` where cut.
-pub(super) fn truncate_chars(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}...", &text[..i]),
-        None => text.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -459,6 +452,7 @@ mod tests {
                     constraint: None,
                     direct_constraint: None,
                     redecode: false,
+                    min_p: 0.0,
                 },
             }
         }

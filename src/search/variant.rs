@@ -69,6 +69,9 @@ impl SearchConfig {
         if chooses && !self.iesr.select.review {
             changes.insert(0, "no-review".to_string());
         }
+        if self.min_p != super::DEFAULT_MIN_P {
+            changes.insert(0, format!("min-p {}", self.min_p));
+        }
         if !self.query_first {
             changes.insert(0, "no-query-first".to_string());
         }

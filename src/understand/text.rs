@@ -1,7 +1,15 @@
-//! Small text helpers shared by verification and linking: words, character
-//! trigrams and their Jaccard similarity.
+//! Small text helpers shared by verification, linking and the search's
+//! notes: words, character trigrams and their Jaccard similarity, cutting.
 
 use std::collections::HashSet;
+
+/// `text` cut to `max` characters, marked with `...` where cut.
+pub fn truncate_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}...", &text[..i]),
+        None => text.to_string(),
+    }
+}
 
 /// Lower-case words (letters and digits), with `snake_case` and `camelCase`
 /// names split apart.

@@ -15,13 +15,12 @@ mod grouping;
 mod join;
 mod redecode;
 
-use super::reasoner::truncate_chars;
 use super::sql_text::{
     dot_between, name_in_query, outer_table_aliases, pieces, qualify_bare, replace_identifier,
     replace_qualified, table_aliases, written_in_outer_query, Piece,
 };
-use crate::db::{Executor, QueryResult, Schema};
-use crate::understand::text::similarity;
+use crate::db::{Executor, QueryOutcome, QueryResult, Schema};
+use crate::understand::text::{similarity, truncate_chars};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -315,6 +314,18 @@ impl SchemaNames {
         self.tables.iter().any(|(t, cols)| {
             t.eq_ignore_ascii_case(table) && cols.iter().any(|c| c.eq_ignore_ascii_case(column))
         })
+    }
+
+    /// `sql` executed and, when it fails, fixed until it runs: the query
+    /// that ran (else `sql`) and its outcome.
+    pub fn query_or_fix(&self, executor: &Executor, sql: &str) -> (String, QueryOutcome) {
+        match executor.query(sql) {
+            Err(e) => match self.fix_until_it_runs(executor, sql, &e.to_string()) {
+                Some((fixed, result)) => (fixed, Ok(result)),
+                None => (sql.to_string(), Err(e)),
+            },
+            ran => (sql.to_string(), ran),
+        }
     }
 
     /// `sql`, which failed with `error`, fixed until it runs (a chain of at

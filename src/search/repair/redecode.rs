@@ -15,7 +15,8 @@
 
 use super::{after, split_qualified, SchemaNames};
 use crate::error::{QueryError, Result};
-use crate::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
+use crate::llm::{ChatMessage, LanguageModel, Sampling};
+use crate::search::continuation::continue_reply;
 use crate::search::name_constraint::{NameConstraint, SchemaVocabulary};
 use crate::search::sql_text::{name_before, reference_at, table_aliases};
 use crate::trace::CallRecord;
@@ -49,7 +50,7 @@ impl SchemaNames {
         let query_at = answer.rfind(sql)?;
         let (cut, tables) = match error {
             QueryError::SqlAt { message, offset } if is_syntax_error(message) => {
-                let cut = name_before(sql, *offset).filter(|_| *offset <= sql.len())?;
+                let cut = name_before(sql, *offset)?;
                 (cut, self.tables.iter().map(|(t, _)| t.clone()).collect())
             }
             _ => {
@@ -109,8 +110,6 @@ impl SchemaNames {
                 .filter(|(t, _)| point.tables.contains(t))
                 .map(|(t, columns)| (t.as_str(), columns.iter().map(String::as_str))),
         );
-        let mut messages = messages.to_vec();
-        messages.push(ChatMessage::new("assistant", point.written.clone()));
         let sampling = Sampling {
             temperature: 0.0,
             top_p: 1.0,
@@ -119,15 +118,14 @@ impl SchemaNames {
             constraint: Some(NameConstraint::continuing(vocabulary, &point.written)),
             ..sampling.clone()
         };
-        let generation = model.generate(&Prompt::Chat(messages.clone()), &sampling)?;
-        let record = CallRecord::new(
-            format!("{stage} rewrite of the failed query"),
+        continue_reply(
+            model,
             messages,
+            point.written,
             &sampling,
-            generation,
-        );
-        let rest = record.outputs.first().cloned().unwrap_or_default();
-        Ok(Some((point.written + &rest, record)))
+            format!("{stage} rewrite of the failed query"),
+        )
+        .map(Some)
     }
 }
 
