@@ -223,8 +223,18 @@ impl SchemaVocabulary {
                     scope.in_from = false;
                     scope.in_on = w == "on";
                 }
-                _ if slot == Slot::Table => scope.tables.push(lower.clone()),
-                _ => {}
+                _ if slot == Slot::Table => {
+                    scope.tables.push(lower.clone());
+                    scope.last_table = Some(lower.clone());
+                }
+                // `t AS x`: AS stands where an alias could (`t x`).
+                "as" => {}
+                _ if slot == Slot::NewAlias => {
+                    if let Some(table) = scope.last_table.take() {
+                        scope.aliases.push((lower.clone(), table));
+                    }
+                }
+                _ => scope.last_table = None,
             }
             let end = at + word.len();
             let inside_quotes = quoted.iter().any(|r| r.contains(&at));
@@ -273,7 +283,14 @@ impl SchemaVocabulary {
                     };
                     let qualifier = qualifier.to_lowercase();
                     let in_on = scopes.last().is_some_and(|s| s.in_on);
-                    let bound_to = bound.iter().find(|(n, _)| *n == qualifier);
+                    // The innermost binding of the alias (a subquery and
+                    // its outer query often both bind T1), else the first.
+                    let bound_to = scopes
+                        .iter()
+                        .rev()
+                        .flat_map(|s| s.aliases.iter().rev())
+                        .chain(&bound)
+                        .find(|(n, _)| *n == qualifier);
                     let known: Vec<&Vec<String>> = match bound_to {
                         // Bound to a name the schema lacks (a common table):
                         // its columns are unknown.
@@ -397,6 +414,10 @@ struct Scope {
     /// A subquery is among the sources.
     derived: bool,
     tables: Vec<String>,
+    /// The aliases its FROM bound, with their tables.
+    aliases: Vec<(String, String)>,
+    /// The table just named in FROM, until its alias (if any) is written.
+    last_table: Option<String>,
 }
 
 /// The longest qualifier written before its alias is bound that a word
@@ -799,6 +820,11 @@ mod tests {
         assert_eq!(verdicts(&[on, "Singer_ID"]), [true, true]);
         let after_on = "<sql>SELECT count(*) FROM singer AS T1 JOIN stadium AS T2 ON T1.Age = T2.Capacity WHERE T1.";
         assert_eq!(verdicts(&[after_on, "Capacity"]), [true, true]);
+        // An alias bound again by the outer query after a subquery bound
+        // it: the outer binding holds in the outer join condition.
+        let rebound = "<sql>SELECT (SELECT max(T1.Capacity) FROM stadium AS T1) FROM singer AS T1 JOIN concert AS T2 ON T1.";
+        assert_eq!(verdicts(&[rebound, "Capacity"]), [true, false]);
+        assert_eq!(verdicts(&[rebound, "Singer_ID"]), [true, true]);
         // An alias of a common table: its columns are not the schema's.
         let common = "<sql>WITH top AS (SELECT Age AS oldest FROM singer) SELECT t.";
         assert_eq!(
