@@ -86,6 +86,9 @@ pub enum Error {
     PromptTooLong { tokens: usize, context: usize },
     #[error("model failure: {0}")]
     Inference(String),
+    /// A server that could not start, listen or keep serving.
+    #[error("{0}")]
+    Server(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

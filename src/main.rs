@@ -935,7 +935,11 @@ fn open_service(args: &ServiceArgs) -> Result<iesr::service::Service> {
     iesr::service::check_databases(&databases)?;
     let model = open_model(&args.model)?;
     let judge = open_judge(&args.method, &args.model)?;
-    iesr::service::Service::new(&databases, model, judge, config)
+    let sc = iesr::service::ScSettings {
+        samples: args.method.samples,
+        temperature: args.method.temperature,
+    };
+    iesr::service::Service::new(&databases, model, judge, config, sc)
 }
 
 fn serve(args: ServeArgs) -> Result<()> {

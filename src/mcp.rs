@@ -23,11 +23,7 @@ const MAX_ROWS: usize = 1_000;
 
 /// Serves until the client closes stdin.
 pub fn run(service: Service) -> crate::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Error::InvalidArgument(format!("cannot start the MCP server: {e}")))?;
+    let runtime = crate::service::server_runtime()?;
     let server = Server {
         service: Arc::new(service),
     };
@@ -35,11 +31,11 @@ pub fn run(service: Service) -> crate::Result<()> {
         let running = server
             .serve(rmcp::transport::stdio())
             .await
-            .map_err(|e| Error::InvalidArgument(format!("the MCP client did not connect: {e}")))?;
+            .map_err(|e| Error::Server(format!("the MCP client did not connect: {e}")))?;
         running
             .waiting()
             .await
-            .map_err(|e| Error::InvalidArgument(format!("the MCP server stopped: {e}")))?;
+            .map_err(|e| Error::Server(format!("the MCP server stopped: {e}")))?;
         Ok(())
     })
 }

@@ -127,12 +127,31 @@ pub struct Service {
     judge: Option<Arc<dyn LanguageModel>>,
     /// Settings of every question; a request picks the method and budget.
     base: SearchConfig,
+    /// What a request for sc draws when it names no budget.
+    sc: ScSettings,
     default_method: MethodName,
     engines: Mutex<LruCache<EngineKey, Arc<Engine>>>,
     /// Held while a question is answered: the model is one CPU or GPU
     /// resource, so whoever calls (the HTTP queue, the MCP tools) answers
     /// one question at a time.
     model_turn: Mutex<()>,
+}
+
+/// The runtime `iesr serve` and `iesr mcp` run on: two workers, since
+/// their own work (parsing, framing) is small beside the answers'.
+pub(crate) fn server_runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Server(format!("cannot start the server's runtime: {e}")))
+}
+
+/// sc's samples and temperature, whatever the server's default method.
+#[derive(Debug, Clone, Copy)]
+pub struct ScSettings {
+    pub samples: usize,
+    pub temperature: f32,
 }
 
 impl Service {
@@ -143,6 +162,7 @@ impl Service {
         model: Arc<dyn LanguageModel>,
         judge: Option<Arc<dyn LanguageModel>>,
         base: SearchConfig,
+        sc: ScSettings,
     ) -> Result<Self> {
         check_databases(databases)?;
         let mut registered = BTreeMap::new();
@@ -160,6 +180,7 @@ impl Service {
             model,
             judge,
             base,
+            sc,
             default_method,
             engines: Mutex::new(LruCache::new(
                 NonZeroUsize::new(ENGINES_KEPT).expect("non-zero"),
@@ -272,19 +293,10 @@ impl Service {
             MethodName::Greedy => Method::Greedy,
             MethodName::Read => Method::Read,
             MethodName::Iesr => Method::Iesr,
-            MethodName::Sc => {
-                let (samples, temperature) = match self.base.method {
-                    Method::SelfConsistency {
-                        samples,
-                        temperature,
-                    } => (samples, temperature),
-                    _ => (DEFAULT_SAMPLES, DEFAULT_TEMPERATURE),
-                };
-                Method::SelfConsistency {
-                    samples: key.budget.unwrap_or(samples),
-                    temperature,
-                }
-            }
+            MethodName::Sc => Method::SelfConsistency {
+                samples: key.budget.unwrap_or(self.sc.samples),
+                temperature: self.sc.temperature,
+            },
         };
         if let (MethodName::Iesr, Some(rollouts)) = (key.method, key.budget) {
             config.iesr.mcts.rollouts = rollouts;
@@ -292,10 +304,6 @@ impl Service {
         config
     }
 }
-
-/// sc's samples and temperature when the server's default method is not sc.
-const DEFAULT_SAMPLES: usize = 8;
-const DEFAULT_TEMPERATURE: f32 = 0.8;
 
 impl Registered {
     fn open(name: &str, path: &Path, exec: &ExecConfig) -> Result<Self> {

@@ -59,23 +59,18 @@ pub fn run(
     config: ServeConfig,
     on_listening: impl FnOnce(SocketAddr),
 ) -> crate::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Error::InvalidArgument(format!("cannot start the server: {e}")))?;
-    runtime.block_on(async move {
+    crate::service::server_runtime()?.block_on(async move {
         let listener = tokio::net::TcpListener::bind(config.addr)
             .await
             .map_err(|e| {
-                Error::InvalidArgument(format!(
+                Error::Server(format!(
                     "cannot listen on {}: {e}; pick another --addr",
                     config.addr
                 ))
             })?;
         let bound = listener
             .local_addr()
-            .map_err(|e| Error::InvalidArgument(format!("cannot listen: {e}")))?;
+            .map_err(|e| Error::Server(format!("cannot listen: {e}")))?;
         let service = Arc::new(service);
         let app = Arc::new(App {
             queue: Queue::start(Arc::clone(&service), config.queue),
@@ -86,7 +81,7 @@ pub fn run(
         axum::serve(listener, router(app))
             .with_graceful_shutdown(shutdown_signal())
             .await
-            .map_err(|e| Error::InvalidArgument(format!("the server stopped: {e}")))
+            .map_err(|e| Error::Server(format!("the server stopped: {e}")))
     })
 }
 
