@@ -833,6 +833,21 @@ fn bench_llm(args: BenchLlmArgs) -> Result<()> {
 
 /// Pulls a model with a progress bar on a terminal, a line per chunk
 /// elsewhere.
+/// A spinner on stderr naming what `iesr search` is doing (loading the
+/// model, answering, the search's rollouts); drawn only on a terminal, so
+/// piped output and `--json` stay clean.
+fn stage_spinner() -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let spinner = ProgressBar::new_spinner();
+    spinner.set_style(
+        ProgressStyle::with_template("{spinner} {msg} ({elapsed})").expect("the template is valid"),
+    );
+    spinner.enable_steady_tick(Duration::from_millis(120));
+    spinner
+}
+
 fn pull_with_progress(card: &ModelCard) -> Result<PathBuf> {
     let terminal = std::io::stderr().is_terminal();
     let bar = ProgressBar::new(card.size);
@@ -892,25 +907,28 @@ fn search(args: SearchArgs) -> Result<()> {
         .config(args.model.gpu_class(), args.model.answering_method())?;
     // A bad database path or table file should not wait for a model to load.
     let db = args.source.database()?;
+    let variant = config.variant().label();
+    if args.model.openai_url.is_none() {
+        // A first run's pull draws its own progress bar, before the spinner.
+        ensure_pulled(&args.model.model)?;
+    }
+    let spinner = stage_spinner();
+    spinner.set_message(format!("loading {}", args.model.model));
     let model = open_model(&args.model)?;
     let mut engine = Engine::new(model, &db, config)?;
-    if let Some(judge) = open_judge(&args.method, &args.model)? {
+    if let Some(judge) = spinner.suspend(|| open_judge(&args.method, &args.model))? {
         engine = engine.with_discriminator(judge);
     }
-    let show_progress = !args.json && std::io::stderr().is_terminal();
+    spinner.set_message(format!("answering ({variant})"));
     let mut progress = |p: RolloutProgress| {
-        if show_progress {
-            eprint!(
-                "\rrollout {}/{}  reward {:.2}  best {:.2}  model calls {}",
-                p.done, p.total, p.reward, p.best_reward, p.calls
-            );
-            if p.done == p.total {
-                eprintln!();
-            }
-        }
+        spinner.set_message(format!(
+            "rollout {}/{}  reward {:.2}  best {:.2}  model calls {}",
+            p.done, p.total, p.reward, p.best_reward, p.calls
+        ));
     };
-    let answer =
-        engine.answer_with_progress(&args.question, args.hint.as_deref(), &mut progress)?;
+    let answer = engine.answer_with_progress(&args.question, args.hint.as_deref(), &mut progress);
+    spinner.finish_and_clear();
+    let answer = answer?;
     if let Some(path) = &args.trace {
         let text = serde_json::to_string_pretty(&answer.trace).expect("traces serialize");
         std::fs::write(path, text).map_err(|e| Error::write(path, e))?;
