@@ -738,6 +738,7 @@ fn open_model(args: &ModelArgs) -> Result<Arc<dyn LanguageModel>> {
             .with_retries(args.openai_retries),
         ));
     }
+    check_backend(args)?;
     ensure_pulled(&args.model)?;
     match args.backend {
         BackendArg::Candle => Ok(Arc::new(
@@ -748,6 +749,15 @@ fn open_model(args: &ModelArgs) -> Result<Arc<dyn LanguageModel>> {
         BackendArg::Openai => Err(Error::InvalidArgument(
             "--backend openai needs --openai-url; give the server's URL instead".into(),
         )),
+    }
+}
+
+/// Fails, before anything is pulled or loaded, when the backend asked for
+/// cannot run here.
+fn check_backend(args: &ModelArgs) -> Result<()> {
+    match args.backend {
+        BackendArg::LlamaCpp => iesr::llm::require_llamacpp(),
+        BackendArg::Candle | BackendArg::Openai => Ok(()),
     }
 }
 
@@ -910,6 +920,7 @@ fn search(args: SearchArgs) -> Result<()> {
     let variant = config.variant().label();
     if args.model.openai_url.is_none() {
         // A first run's pull draws its own progress bar, before the spinner.
+        check_backend(&args.model)?;
         ensure_pulled(&args.model.model)?;
     }
     let spinner = stage_spinner();

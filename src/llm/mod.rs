@@ -263,7 +263,21 @@ pub fn load_llamacpp(spec: &str, threads: usize) -> Result<std::sync::Arc<dyn La
 /// Loads a GGUF model on llama.cpp: this build has none.
 #[cfg(not(feature = "llama-cpp"))]
 pub fn load_llamacpp(_spec: &str, _threads: usize) -> Result<std::sync::Arc<dyn LanguageModel>> {
-    Err(Error::InvalidArgument(
+    Err(no_llamacpp())
+}
+
+/// Fails when this build has no llama.cpp backend, so that a run asking
+/// for it stops before a model is pulled or loaded.
+pub fn require_llamacpp() -> Result<()> {
+    if cfg!(feature = "llama-cpp") {
+        Ok(())
+    } else {
+        Err(no_llamacpp())
+    }
+}
+
+fn no_llamacpp() -> Error {
+    Error::InvalidArgument(
         "this build has no llama.cpp backend; build with `cargo build --release --features llama-cpp` (needs cmake and libclang)".into(),
-    ))
+    )
 }
