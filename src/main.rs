@@ -841,8 +841,6 @@ fn bench_llm(args: BenchLlmArgs) -> Result<()> {
     output::print(args.json, &report, output::bench_text)
 }
 
-/// Pulls a model with a progress bar on a terminal, a line per chunk
-/// elsewhere.
 /// A spinner on stderr naming what `iesr search` is doing (loading the
 /// model, answering, the search's rollouts); drawn only on a terminal, so
 /// piped output and `--json` stay clean.
@@ -858,6 +856,8 @@ fn stage_spinner() -> ProgressBar {
     spinner
 }
 
+/// Pulls a model with a progress bar on a terminal, a line per chunk
+/// elsewhere.
 fn pull_with_progress(card: &ModelCard) -> Result<PathBuf> {
     let terminal = std::io::stderr().is_terminal();
     let bar = ProgressBar::new(card.size);

@@ -36,14 +36,14 @@ pub(crate) use feedback::has_value;
 pub use feedback::DEFAULT_FEEDBACK_ROUNDS;
 use mcts::{MctsConfig, RolloutProgress};
 pub use read_answer::DEFAULT_READ_CHARS;
-
-/// Min-p of sampled queries by default (`SearchConfig::min_p`).
-pub const DEFAULT_MIN_P: f32 = 0.0;
 use serde::Serialize;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 pub use variant::Variant;
+
+/// Min-p of sampled queries by default (`SearchConfig::min_p`).
+pub const DEFAULT_MIN_P: f32 = 0.0;
 
 /// How candidates are produced and chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
