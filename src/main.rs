@@ -8,7 +8,8 @@ use iesr::action::ActionSet;
 use iesr::db::{render_schema, ExecConfig, Executor, IntrospectOptions, Schema, Semantics};
 use iesr::eval::bench::BenchConfig;
 use iesr::eval::{self, DatasetKind, EvalOptions, Filters, LoadedDataset, Predictions, Split};
-use iesr::llm::card::{builtin_cards, find_card, ModelCard, DEFAULT_MODEL};
+use iesr::llm::card::{builtin_cards, find_card, DEFAULT_MODEL};
+use iesr::llm::open::{Backend, ModelSpec, OpenAiServer};
 use iesr::llm::openai::OpenAiModel;
 use iesr::llm::pull::PullProgress;
 use iesr::llm::{load_llamacpp, load_local};
@@ -16,6 +17,7 @@ use iesr::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
 use iesr::search::mcts::{MctsConfig, RolloutProgress};
 use iesr::search::{Engine, IesrConfig, Method, SearchConfig};
 use iesr::select::{SelectConfig, Weights};
+use iesr::service::ScSettings;
 use iesr::understand::rules::RuleBase;
 use iesr::understand::UnderstandConfig;
 use iesr::{Error, Result};
@@ -335,10 +337,10 @@ struct MethodArgs {
     #[arg(long, value_enum)]
     method: Option<MethodArg>,
     /// Completions drawn by --method sc.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = ScSettings::default().samples)]
     samples: usize,
     /// Sampling temperature for --method sc.
-    #[arg(long, default_value_t = 0.8)]
+    #[arg(long, default_value_t = ScSettings::default().temperature)]
     temperature: f32,
     /// Min-p of every sampled query (sc, the search): a token less likely
     /// than this share of the likeliest token's probability is never drawn
@@ -708,73 +710,56 @@ fn seconds(value: f64, flag: &str) -> Result<Duration> {
 }
 
 impl ModelArgs {
-    /// A GPU or a server: fast enough for the larger rollout budget.
-    fn gpu_class(&self) -> bool {
-        self.openai_url.is_some() || self.device.starts_with("cuda")
-    }
-
-    /// The method that answers a user when none is named: the search
-    /// where compute is plentiful, one greedy query on a CPU.
-    fn answering_method(&self) -> MethodArg {
-        if self.gpu_class() {
-            MethodArg::Iesr
-        } else {
-            MethodArg::Greedy
-        }
-    }
-}
-
-/// The model behind --model/--openai-url; a known model that has not been
-/// pulled yet is pulled first.
-fn open_model(args: &ModelArgs) -> Result<Arc<dyn LanguageModel>> {
-    if let Some(url) = &args.openai_url {
-        return Ok(Arc::new(
-            OpenAiModel::new(
-                url,
-                &args.model,
-                std::env::var("OPENAI_API_KEY").ok(),
-                seconds(args.openai_timeout, "--openai-timeout")?,
-            )
-            .with_retries(args.openai_retries),
-        ));
-    }
-    check_backend(args)?;
-    ensure_pulled(&args.model)?;
-    match args.backend {
-        BackendArg::Candle => Ok(Arc::new(
-            load_local(&args.model, &iesr::llm::device(&args.device)?)?
-                .with_max_draft(args.draft_tokens),
-        )),
-        BackendArg::LlamaCpp => load_llamacpp(&args.model, rayon::current_num_threads()),
-        BackendArg::Openai => Err(Error::InvalidArgument(
-            "--backend openai needs --openai-url; give the server's URL instead".into(),
-        )),
+    /// The model these flags name, and where it runs.
+    fn spec(&self) -> Result<ModelSpec> {
+        let server = match &self.openai_url {
+            Some(url) => Some(OpenAiServer {
+                url: url.clone(),
+                timeout: seconds(self.openai_timeout, "--openai-timeout")?,
+                retries: self.openai_retries,
+            }),
+            None => None,
+        };
+        let backend = match self.backend {
+            BackendArg::Candle => Backend::Candle,
+            BackendArg::LlamaCpp => Backend::LlamaCpp,
+            BackendArg::Openai if server.is_some() => Backend::Candle,
+            BackendArg::Openai => {
+                return Err(Error::InvalidArgument(
+                    "--backend openai needs --openai-url; give the server's URL instead".into(),
+                ))
+            }
+        };
+        Ok(ModelSpec {
+            model: self.model.clone(),
+            device: self.device.clone(),
+            backend,
+            server,
+            draft_tokens: self.draft_tokens,
+        })
     }
 }
 
-/// Fails, before anything is pulled or loaded, when the backend asked for
-/// cannot run here.
-fn check_backend(args: &ModelArgs) -> Result<()> {
-    match args.backend {
-        BackendArg::LlamaCpp => iesr::llm::require_llamacpp(),
-        BackendArg::Candle | BackendArg::Openai => Ok(()),
+/// The method that answers a user when none is named: the search where
+/// compute is plentiful, one greedy query on a CPU.
+fn answering_method(spec: &ModelSpec) -> MethodArg {
+    if spec.gpu_class() {
+        MethodArg::Iesr
+    } else {
+        MethodArg::Greedy
     }
 }
 
-/// Pulls a known model that is not in the model cache yet.
-fn ensure_pulled(model: &str) -> Result<()> {
-    if let Ok(card) = find_card(model) {
-        if !card.cached_path().is_file() {
-            eprintln!("{} is not in the model cache yet; pulling it", card.name);
-            pull_with_progress(&card)?;
-        }
-    }
-    Ok(())
+/// The model `spec` names, pulled first (with a progress bar) when it is a
+/// known model missing from the cache.
+fn open_model(spec: &ModelSpec) -> Result<Arc<dyn LanguageModel>> {
+    spec.prepare(&mut pull_reporter())?;
+    spec.open()
 }
 
 /// `iesr bench-llm`: each backend in turn on the same prompt.
 fn bench_llm(args: BenchLlmArgs) -> Result<()> {
-    ensure_pulled(&args.model)?;
+    ModelSpec::local(&args.model).prepare(&mut pull_reporter())?;
     let path = iesr::llm::gguf::resolve_model_path(&args.model)?;
     let config = iesr::llm::bench::BenchConfig {
         prompt_tokens: args.prompt_tokens,
@@ -856,78 +841,67 @@ fn stage_spinner() -> ProgressBar {
     spinner
 }
 
-/// Pulls a model with a progress bar on a terminal, a line per chunk
-/// elsewhere.
-fn pull_with_progress(card: &ModelCard) -> Result<PathBuf> {
+/// What a model pull reports: a progress bar on a terminal, a line per
+/// chunk elsewhere.
+fn pull_reporter() -> impl FnMut(&str, PullProgress) {
     let terminal = std::io::stderr().is_terminal();
-    let bar = ProgressBar::new(card.size);
-    if terminal {
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{msg} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
-            )
-            .expect("the template is valid")
-            .progress_chars("=> "),
-        );
-    } else {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    let path = iesr::llm::pull::pull(card, &mut |event| match event {
-        PullProgress::Cached(path) => eprintln!("{} is already at {}", card.name, path.display()),
+    let bar = ProgressBar::hidden();
+    move |name, event| match event {
+        PullProgress::Cached(path) => eprintln!("{name} is already at {}", path.display()),
         PullProgress::Fetching {
             chunk,
             chunks,
             bytes,
-            ..
+            total,
         } => {
-            bar.set_message(format!("{} chunk {chunk}/{chunks}", card.name));
+            if terminal && bar.is_hidden() {
+                bar.set_draw_target(ProgressDrawTarget::stderr());
+                bar.set_length(total);
+                bar.set_style(
+                    ProgressStyle::with_template(
+                        "{msg} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+                    )
+                    .expect("the template is valid")
+                    .progress_chars("=> "),
+                );
+            }
+            bar.set_message(format!("{name} chunk {chunk}/{chunks}"));
             bar.set_position(bytes);
             if !terminal {
-                eprintln!(
-                    "{}: chunk {chunk}/{chunks}, {bytes} bytes so far",
-                    card.name
-                );
+                eprintln!("{name}: chunk {chunk}/{chunks}, {bytes} bytes so far");
             }
         }
         PullProgress::Stored(path) => {
             bar.finish_and_clear();
-            eprintln!("{} verified and stored at {}", card.name, path.display());
+            eprintln!("{name} verified and stored at {}", path.display());
         }
-    });
-    bar.finish_and_clear();
-    path
+    }
 }
 
 /// The model named by `--discriminator`, opened with the main model's
 /// backend settings; None without the flag.
-fn open_judge(method: &MethodArgs, model: &ModelArgs) -> Result<Option<Arc<dyn LanguageModel>>> {
+fn open_judge(method: &MethodArgs, model: &ModelSpec) -> Result<Option<Arc<dyn LanguageModel>>> {
     let Some(name) = &method.search.discriminator else {
         return Ok(None);
     };
-    let spec = ModelArgs {
-        model: name.clone(),
-        ..model.clone()
-    };
-    open_model(&spec).map(Some)
+    open_model(&model.with_model(name)).map(Some)
 }
 
 fn search(args: SearchArgs) -> Result<()> {
+    let spec = args.model.spec()?;
     let config = args
         .method
-        .config(args.model.gpu_class(), args.model.answering_method())?;
+        .config(spec.gpu_class(), answering_method(&spec))?;
     // A bad database path or table file should not wait for a model to load.
     let db = args.source.database()?;
     let variant = config.variant().label();
-    if args.model.openai_url.is_none() {
-        // A first run's pull draws its own progress bar, before the spinner.
-        check_backend(&args.model)?;
-        ensure_pulled(&args.model.model)?;
-    }
+    // A first run's pull draws its own progress bar, before the spinner.
+    spec.prepare(&mut pull_reporter())?;
     let spinner = stage_spinner();
-    spinner.set_message(format!("loading {}", args.model.model));
-    let model = open_model(&args.model)?;
+    spinner.set_message(format!("loading {}", spec.model));
+    let model = spec.open()?;
     let mut engine = Engine::new(model, &db, config)?;
-    if let Some(judge) = spinner.suspend(|| open_judge(&args.method, &args.model))? {
+    if let Some(judge) = spinner.suspend(|| open_judge(&args.method, &spec))? {
         engine = engine.with_discriminator(judge);
     }
     spinner.set_message(format!("answering ({variant})"));
@@ -953,18 +927,19 @@ fn search(args: SearchArgs) -> Result<()> {
 /// The registered databases and the shared model of `serve` and `mcp`;
 /// bad paths and flags fail before the model loads.
 fn open_service(args: &ServiceArgs) -> Result<iesr::service::Service> {
+    let spec = args.model.spec()?;
     let config = args
         .method
-        .config(args.model.gpu_class(), args.model.answering_method())?;
+        .config(spec.gpu_class(), answering_method(&spec))?;
     let databases = args
         .db
         .iter()
         .map(|arg| iesr::service::parse_database_arg(arg))
         .collect::<Result<Vec<_>>>()?;
     iesr::service::check_databases(&databases)?;
-    let model = open_model(&args.model)?;
-    let judge = open_judge(&args.method, &args.model)?;
-    let sc = iesr::service::ScSettings {
+    let model = open_model(&spec)?;
+    let judge = open_judge(&args.method, &spec)?;
+    let sc = ScSettings {
         samples: args.method.samples,
         temperature: args.method.temperature,
     };
@@ -997,15 +972,14 @@ fn mcp(args: ServiceArgs) -> Result<()> {
 fn bench(args: BenchArgs) -> Result<()> {
     let subset = args.subset.as_deref().map(eval::read_subset).transpose()?;
     let dataset = args.data.load(subset)?;
-    let search = args
-        .method
-        .config(args.model.gpu_class(), MethodArg::Greedy)?;
-    let model = open_model(&args.model)?;
+    let spec = args.model.spec()?;
+    let search = args.method.config(spec.gpu_class(), MethodArg::Greedy)?;
+    let model = open_model(&spec)?;
     let config = BenchConfig {
         out: args.out,
         resume: args.resume,
         search,
-        judge: open_judge(&args.method, &args.model)?,
+        judge: open_judge(&args.method, &spec)?,
         progress: !args.json && std::io::stderr().is_terminal(),
     };
     let summary = iesr::eval::bench::run(&dataset, model, &config)?;
@@ -1108,7 +1082,8 @@ fn run(command: Command) -> Result<()> {
         Command::Model { action } => match action {
             ModelAction::Pull { name, verify } => {
                 let card = find_card(&name)?;
-                let path = pull_with_progress(&card)?;
+                let mut report = pull_reporter();
+                let path = iesr::llm::pull::pull(&card, &mut |event| report(&card.name, event))?;
                 if verify {
                     iesr::llm::pull::verify(&card, &path)?;
                     eprintln!("sha256 verified");
@@ -1164,7 +1139,7 @@ fn run(command: Command) -> Result<()> {
             json,
             prompt,
         } => {
-            let model = open_model(&model)?;
+            let model = open_model(&model.spec()?)?;
             let prompt = if raw {
                 Prompt::Raw(prompt)
             } else {

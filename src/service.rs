@@ -154,6 +154,16 @@ pub struct ScSettings {
     pub temperature: f32,
 }
 
+impl Default for ScSettings {
+    /// Eight samples at 0.8: the setting every sc figure was measured with.
+    fn default() -> Self {
+        ScSettings {
+            samples: 8,
+            temperature: 0.8,
+        }
+    }
+}
+
 impl Service {
     /// Registers `databases` (name, path), each opened read-only and
     /// introspected now, so that a bad path fails at start.
@@ -288,21 +298,32 @@ impl Service {
 
     /// The server's settings with the request's method and budget.
     fn config(&self, key: &EngineKey) -> SearchConfig {
-        let mut config = self.base.clone();
-        config.method = match key.method {
-            MethodName::Greedy => Method::Greedy,
-            MethodName::Read => Method::Read,
-            MethodName::Iesr => Method::Iesr,
-            MethodName::Sc => Method::SelfConsistency {
-                samples: key.budget.unwrap_or(self.sc.samples),
-                temperature: self.sc.temperature,
-            },
-        };
-        if let (MethodName::Iesr, Some(rollouts)) = (key.method, key.budget) {
-            config.iesr.mcts.rollouts = rollouts;
-        }
-        config
+        method_config(&self.base, key.method, key.budget, self.sc)
     }
+}
+
+/// `base` with `method` and its budget (sc's samples, the search's
+/// rollouts; the defaults when None).
+pub fn method_config(
+    base: &SearchConfig,
+    method: MethodName,
+    budget: Option<usize>,
+    sc: ScSettings,
+) -> SearchConfig {
+    let mut config = base.clone();
+    config.method = match method {
+        MethodName::Greedy => Method::Greedy,
+        MethodName::Read => Method::Read,
+        MethodName::Iesr => Method::Iesr,
+        MethodName::Sc => Method::SelfConsistency {
+            samples: budget.unwrap_or(sc.samples),
+            temperature: sc.temperature,
+        },
+    };
+    if let (MethodName::Iesr, Some(rollouts)) = (method, budget) {
+        config.iesr.mcts.rollouts = rollouts;
+    }
+    config
 }
 
 impl Registered {

@@ -16,6 +16,7 @@ pub mod llamacpp;
 pub mod local;
 mod lookup;
 pub mod matrix;
+pub mod open;
 pub mod openai;
 pub mod packed;
 pub mod prefix_cache;

@@ -1,0 +1,148 @@
+//! The model a user names, opened the same way by every front end (the
+//! command line, the servers, the Python package): a known model missing
+//! from the cache is pulled first, a backend this build lacks is refused
+//! before anything is pulled or loaded.
+
+use super::card::find_card;
+use super::openai::OpenAiModel;
+use super::pull::{pull, PullProgress};
+use super::{load_llamacpp, load_local, require_llamacpp, LanguageModel};
+use crate::error::Result;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The engine that runs a local GGUF model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// Our own kernels (candle).
+    Candle,
+    /// llama.cpp in this process (a build with `--features llama-cpp`).
+    LlamaCpp,
+}
+
+/// An OpenAI-compatible server that runs the model instead.
+#[derive(Debug, Clone)]
+pub struct OpenAiServer {
+    pub url: String,
+    /// Longest wait for one answer.
+    pub timeout: Duration,
+    /// Retries of a request that failed in a way that may pass.
+    pub retries: u32,
+}
+
+/// Which model answers, and where it runs.
+#[derive(Debug, Clone)]
+pub struct ModelSpec {
+    /// A model name (pulled when missing), a GGUF file, a Hugging Face
+    /// checkpoint directory or hf:OWNER/REPO; with a server, the name the
+    /// server expects.
+    pub model: String,
+    /// cpu, or cuda:N with the `cuda` feature.
+    pub device: String,
+    pub backend: Backend,
+    pub server: Option<OpenAiServer>,
+    /// Guessed tokens the candle backend checks per forward pass.
+    pub draft_tokens: usize,
+}
+
+impl ModelSpec {
+    /// `model` on this machine's CPU with the default backend settings.
+    pub fn local(model: &str) -> Self {
+        ModelSpec {
+            model: model.to_string(),
+            device: "cpu".into(),
+            backend: Backend::Candle,
+            server: None,
+            draft_tokens: super::local::DEFAULT_MAX_DRAFT,
+        }
+    }
+
+    /// The same settings for another model (a discriminator beside the
+    /// main model).
+    pub fn with_model(&self, model: &str) -> Self {
+        ModelSpec {
+            model: model.to_string(),
+            ..self.clone()
+        }
+    }
+
+    /// Pulls the model when it is a known one missing from the cache,
+    /// telling `report` how the pull goes; fails first when the backend
+    /// cannot run in this build. Nothing to do for a server's model.
+    pub fn prepare(&self, report: &mut dyn FnMut(&str, PullProgress)) -> Result<()> {
+        if self.server.is_some() {
+            return Ok(());
+        }
+        if self.backend == Backend::LlamaCpp {
+            require_llamacpp()?;
+        }
+        if let Ok(card) = find_card(&self.model) {
+            if !card.cached_path().is_file() {
+                pull(&card, &mut |event| report(&card.name, event))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Opens the model (after `prepare`, which `open` calls with a silent
+    /// report).
+    pub fn open(&self) -> Result<Arc<dyn LanguageModel>> {
+        self.prepare(&mut |_, _| {})?;
+        if let Some(server) = &self.server {
+            return Ok(Arc::new(
+                OpenAiModel::new(
+                    &server.url,
+                    &self.model,
+                    std::env::var("OPENAI_API_KEY").ok(),
+                    server.timeout,
+                )
+                .with_retries(server.retries),
+            ));
+        }
+        match self.backend {
+            Backend::Candle => Ok(Arc::new(
+                load_local(&self.model, &super::device(&self.device)?)?
+                    .with_max_draft(self.draft_tokens),
+            )),
+            Backend::LlamaCpp => load_llamacpp(&self.model, rayon::current_num_threads()),
+        }
+    }
+
+    /// A GPU or a server: fast enough for the search by default.
+    pub fn gpu_class(&self) -> bool {
+        self.server.is_some() || self.device.starts_with("cuda")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backend_this_build_lacks_is_refused_before_any_pull() {
+        let spec = ModelSpec {
+            backend: Backend::LlamaCpp,
+            ..ModelSpec::local("a-model-no-card-names")
+        };
+        let mut pulled = false;
+        let prepared = spec.prepare(&mut |_, _| pulled = true);
+        assert_eq!(prepared.is_ok(), cfg!(feature = "llama-cpp"));
+        assert!(!pulled);
+    }
+
+    #[test]
+    fn a_server_model_is_neither_pulled_nor_checked_here() {
+        let spec = ModelSpec {
+            backend: Backend::LlamaCpp,
+            server: Some(OpenAiServer {
+                url: "http://127.0.0.1:9".into(),
+                timeout: Duration::from_secs(1),
+                retries: 0,
+            }),
+            ..ModelSpec::local(super::super::card::DEFAULT_MODEL)
+        };
+        assert!(spec.prepare(&mut |_, _| panic!("no pull")).is_ok());
+        assert!(spec.gpu_class());
+        assert!(!ModelSpec::local("m").gpu_class());
+    }
+}
