@@ -2,7 +2,6 @@
 
 mod output;
 
-use candle_core::Device;
 use clap::{Parser, Subcommand};
 use iesr::action::ActionSet;
 use iesr::db::{render_schema, ExecConfig, Executor, IntrospectOptions, Schema, Semantics};
@@ -625,10 +624,15 @@ struct ServeArgs {
 
 #[derive(clap::Args)]
 struct BenchLlmArgs {
-    /// A model name (`iesr model list`) or a path to a GGUF file; the
-    /// server behind --openai-url should serve the same file.
+    /// A model name (`iesr model list`), a path to a GGUF file or a Hugging
+    /// Face checkpoint directory (candle only); the server behind
+    /// --openai-url should serve the same file.
     #[arg(long, default_value = DEFAULT_MODEL)]
     model: String,
+    /// Where the candle backend runs: cpu, or cuda:N in a `--features cuda`
+    /// build (GGUF files run on the CPU).
+    #[arg(long, default_value = "cpu")]
+    device: String,
     /// Backends to measure one after the other, comma-separated: candle,
     /// llama-cpp, openai.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "candle")]
@@ -760,13 +764,13 @@ fn open_model(spec: &ModelSpec) -> Result<Arc<dyn LanguageModel>> {
 /// `iesr bench-llm`: each backend in turn on the same prompt.
 fn bench_llm(args: BenchLlmArgs) -> Result<()> {
     ModelSpec::local(&args.model).prepare(&mut pull_reporter())?;
-    let path = iesr::llm::gguf::resolve_model_path(&args.model)?;
     let config = iesr::llm::bench::BenchConfig {
         prompt_tokens: args.prompt_tokens,
         gen_tokens: args.gen_tokens,
         batches: args.batch,
     };
-    let tokenizer = iesr::llm::gguf::load_tokenizer(&path)?;
+    let tokenizer = iesr::llm::load_tokenizer(&args.model)?;
+    let device = iesr::llm::device(&args.device)?;
     let schema = iesr::llm::bench::synthetic_prompt(&tokenizer, config.prompt_tokens)?;
     let threads = rayon::current_num_threads();
     if args.names_db.is_some() && args.backends.first() != Some(&BackendArg::Candle) {
@@ -783,7 +787,7 @@ fn bench_llm(args: BenchLlmArgs) -> Result<()> {
             // Without guessed tokens, so that every backend decodes the same way.
             BackendArg::Candle => (
                 "candle",
-                Arc::new(load_local(&args.model, &Device::Cpu)?.with_max_draft(0)),
+                Arc::new(load_local(&args.model, &device)?.with_max_draft(0)),
             ),
             BackendArg::LlamaCpp => ("llama-cpp", load_llamacpp(&args.model, threads)?),
             BackendArg::Openai => {
@@ -822,7 +826,8 @@ fn bench_llm(args: BenchLlmArgs) -> Result<()> {
             )?;
         }
     }
-    let report = iesr::llm::bench::BenchReport::new(&args.model, &config, figures, constraint);
+    let report =
+        iesr::llm::bench::BenchReport::new(&args.model, &args.device, &config, figures, constraint);
     output::print(args.json, &report, output::bench_text)
 }
 

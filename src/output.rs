@@ -163,8 +163,9 @@ pub fn generation_text(generation: &Generation) -> String {
 
 pub fn bench_text(report: &BenchReport) -> String {
     let mut out = format!(
-        "model {}, {} threads, SIMD {}, packed-matrix kernel {}, prompt {} tokens, {} generated per row\n",
+        "model {} on {}, {} threads, SIMD {}, packed-matrix kernel {}, prompt {} tokens, {} generated per row\n",
         report.model,
+        report.device,
         report.threads,
         report.simd,
         report.packed_kernel,

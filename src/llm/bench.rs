@@ -46,6 +46,8 @@ pub struct BackendFigures {
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchReport {
     pub model: String,
+    /// Where the candle backend ran (cpu, cuda:N).
+    pub device: String,
     pub threads: usize,
     /// SIMD extensions compiled in.
     pub simd: String,
@@ -67,12 +69,14 @@ pub struct BenchReport {
 impl BenchReport {
     pub fn new(
         model: &str,
+        device: &str,
         config: &BenchConfig,
         backends: Vec<BackendFigures>,
         constraint: Vec<ConstraintFigure>,
     ) -> Self {
         BenchReport {
             model: model.to_string(),
+            device: device.to_string(),
             threads: rayon::current_num_threads(),
             simd: super::cpu::describe(),
             packed_kernel: super::matrix::packed_kernel(),

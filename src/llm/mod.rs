@@ -251,6 +251,18 @@ pub fn load_local(spec: &str, device: &Device) -> Result<local::LocalModel> {
     gguf::load(&gguf::resolve_model_path(spec)?)
 }
 
+/// The tokenizer of the model `spec` names (a GGUF file or model name, or
+/// a checkpoint directory), read without its weights.
+pub fn load_tokenizer(spec: &str) -> Result<tokenizers::Tokenizer> {
+    let dir = Path::new(spec);
+    if dir.is_dir() {
+        let files = hub::CheckpointFiles::in_dir(dir)?;
+        return tokenizers::Tokenizer::from_file(&files.tokenizer)
+            .map_err(|e| crate::error::Error::model_corrupt(&files.tokenizer, e));
+    }
+    gguf::load_tokenizer(&gguf::resolve_model_path(spec)?)
+}
+
 /// Loads a GGUF model (a path or a model name) on llama.cpp in this
 /// process, computing with `threads` threads.
 #[cfg(feature = "llama-cpp")]
