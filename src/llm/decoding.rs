@@ -160,6 +160,12 @@ impl TextCodec {
         }
     }
 
+    /// The text of the first token the tokenizer writes for `text`.
+    pub fn first_token_text(&self, text: &str) -> Option<String> {
+        let ids = self.encode(text).ok()?;
+        ids.first().map(|&id| self.piece(id).to_string())
+    }
+
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
         self.tokenizer
             .encode(text, false)

@@ -262,4 +262,8 @@ impl LanguageModel for LlamaCppModel {
     fn generate(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation> {
         self.run(prompt, sampling)
     }
+
+    fn first_token_text(&self, text: &str) -> Option<String> {
+        self.codec.first_token_text(text)
+    }
 }

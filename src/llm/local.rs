@@ -521,6 +521,10 @@ impl LanguageModel for LocalModel {
         self.codec.name()
     }
 
+    fn first_token_text(&self, text: &str) -> Option<String> {
+        self.codec.first_token_text(text)
+    }
+
     fn generate(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation> {
         self.run(prompt, sampling)
     }

@@ -191,6 +191,12 @@ pub trait LanguageModel: Send + Sync {
     /// left in caches (a resumed bench run then equals an uninterrupted
     /// one). Caches may still save their work.
     fn begin_question(&self) {}
+
+    /// The text of the first token this model's tokenizer writes for
+    /// `text`; None where the tokenizer is not at hand (a server).
+    fn first_token_text(&self, _text: &str) -> Option<String> {
+        None
+    }
 }
 
 /// Picks a device from `cpu` or `cuda:N` (the latter needs the `cuda` feature).

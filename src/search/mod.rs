@@ -209,7 +209,7 @@ impl Engine {
         let names = Arc::new(repair::SchemaNames::of(&schema));
         let constraint = config
             .name_constraint
-            .then(|| name_constraint::NameConstraint::for_schema(&schema));
+            .then(|| name_constraint::NameConstraint::for_schema(&schema, model.as_ref()));
         let direct_constraint = if config.query_first {
             Some(query_first::QueryFirst::around(constraint.clone()))
         } else {

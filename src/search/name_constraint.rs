@@ -2,7 +2,8 @@
 //! that, inside a query span of the model's answer (after ```sql or
 //! <sql>, or an answer that starts with SELECT or WITH), refuses a token
 //! that would write a name the schema lacks. After
-//! FROM or JOIN (or a comma in a FROM clause) a word must be a table; after
+//! FROM or JOIN (or a comma in a FROM clause) a word must be a table (the
+//! first one of a FROM, one holding a column named bare before it); after
 //! `X.` a column of X's table (of any table while X's alias is not yet
 //! bound, as in `SELECT T1.x ... FROM t AS T1`); both are checked as
 //! prefixes, letter by letter. Any other word is checked when it ends: a
@@ -15,6 +16,7 @@
 use super::sql_text::{pieces, table_aliases, Piece};
 use crate::db::Schema;
 use crate::llm::constraint::{Constraint, TextChecker, TextConstraint};
+use crate::llm::LanguageModel;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -31,20 +33,45 @@ const BARE_STARTS: [&str; 2] = ["select", "with"];
 pub struct SchemaVocabulary {
     tables: HashMap<String, Vec<String>>,
     columns: HashSet<String>,
+    /// How the model's tokenizer begins each table's name (the first
+    /// token of ` Name` and of `Name`, trimmed and lowercased); empty
+    /// where the tokenizer is not at hand.
+    table_starts: HashMap<String, Vec<String>>,
 }
 
 impl SchemaVocabulary {
-    pub fn of(schema: &Schema) -> Arc<Self> {
-        Self::of_tables(
+    /// The names of `schema`, with how `model`'s tokenizer begins each
+    /// table's name.
+    pub fn of(schema: &Schema, model: &dyn LanguageModel) -> Arc<Self> {
+        let mut vocabulary = Self::tables_of(
             schema
                 .tables
                 .iter()
                 .map(|t| (t.name.as_str(), t.columns.iter().map(|c| c.name.as_str()))),
-        )
+        );
+        for table in &schema.tables {
+            let starts = [format!(" {}", table.name), table.name.clone()]
+                .iter()
+                .filter_map(|text| model.first_token_text(text))
+                .map(|start| start.trim().to_lowercase())
+                .filter(|start| !start.is_empty())
+                .collect();
+            vocabulary
+                .table_starts
+                .insert(table.name.to_lowercase(), starts);
+        }
+        Arc::new(vocabulary)
     }
 
     /// The vocabulary of the tables `tables` alone, each with its columns.
     pub fn of_tables<'a, C>(tables: impl Iterator<Item = (&'a str, C)>) -> Arc<Self>
+    where
+        C: Iterator<Item = &'a str>,
+    {
+        Arc::new(Self::tables_of(tables))
+    }
+
+    fn tables_of<'a, C>(tables: impl Iterator<Item = (&'a str, C)>) -> Self
     where
         C: Iterator<Item = &'a str>,
     {
@@ -55,15 +82,27 @@ impl SchemaVocabulary {
             })
             .collect();
         let columns = tables.values().flatten().cloned().collect();
-        Arc::new(SchemaVocabulary { tables, columns })
+        SchemaVocabulary {
+            tables,
+            columns,
+            table_starts: HashMap::new(),
+        }
     }
 
     fn is_table(&self, word: &str) -> bool {
         self.tables.contains_key(word)
     }
 
-    fn table_prefix(&self, partial: &str) -> bool {
-        self.tables.keys().any(|t| t.starts_with(partial))
+    /// Whether `word`, the first token of a table name being written, is
+    /// how the tokenizer begins `table` (any prefix where that is unknown).
+    /// A word begun otherwise (` car` for `cars_data`, which the tokenizer
+    /// writes ` cars` `_data`) leads the model, whose likely continuations
+    /// are all another table's (`_names`), into a corner.
+    fn begins_as_tokenized(&self, table: &str, word: &str) -> bool {
+        match self.table_starts.get(table) {
+            Some(starts) if !starts.is_empty() => table == word || starts.iter().any(|s| s == word),
+            _ => table.starts_with(word),
+        }
     }
 }
 
@@ -77,8 +116,8 @@ pub struct NameConstraint {
 
 impl NameConstraint {
     /// The sampling setting for `schema`.
-    pub fn for_schema(schema: &Schema) -> Constraint {
-        Self::continuing(SchemaVocabulary::of(schema), "")
+    pub fn for_schema(schema: &Schema, model: &dyn LanguageModel) -> Constraint {
+        Self::continuing(SchemaVocabulary::of(schema, model), "")
     }
 
     /// The setting for completions that continue `written` (the start of
@@ -202,7 +241,13 @@ impl SchemaVocabulary {
                             scope.derived |= scope.in_from;
                             scopes.push(Scope::default());
                         } else if c == ')' && scopes.len() > 1 {
-                            scopes.pop();
+                            let inner = scopes.pop().expect("an inner scope");
+                            // A call's parentheses, not a subquery: its
+                            // columns are the enclosing level's.
+                            if !inner.from_seen {
+                                let outer = scopes.last_mut().expect("a scope");
+                                outer.bare_columns.extend(inner.bare_columns);
+                            }
                         }
                     }
                     continue;
@@ -210,6 +255,8 @@ impl SchemaVocabulary {
                 Piece::Other(_) => continue,
             };
             let lower = word.to_lowercase();
+            let end = at + word.len();
+            let inside_quotes = quoted.iter().any(|r| r.contains(&at));
             let scope = scopes.last_mut().expect("a scope");
             let slot = self.slot(&spans, i, scope.in_from, with_query);
             match lower.as_str() {
@@ -234,10 +281,22 @@ impl SchemaVocabulary {
                         scope.aliases.push((lower.clone(), table));
                     }
                 }
-                _ => scope.last_table = None,
+                _ => {
+                    scope.last_table = None;
+                    let next = query[end..].trim_start().chars().next();
+                    let bare_column = slot == Slot::Free
+                        && !scope.from_seen
+                        && !inside_quotes
+                        && !matches!(next, Some('.' | '('))
+                        && self.columns.contains(&lower)
+                        && !KEYWORDS.contains(&lower.as_str())
+                        && !TYPES.contains(&lower.as_str())
+                        && !defined.contains(&lower);
+                    if bare_column {
+                        scope.bare_columns.push(lower.clone());
+                    }
+                }
             }
-            let end = at + word.len();
-            let inside_quotes = quoted.iter().any(|r| r.contains(&at));
             if end < new_from || inside_quotes || word.starts_with(|c: char| c.is_ascii_digit()) {
                 continue;
             }
@@ -271,8 +330,23 @@ impl SchemaVocabulary {
                         }
                 }
                 Slot::Table if with_query => true,
-                Slot::Table if growing => self.table_prefix(&lower),
-                Slot::Table => self.is_table(&lower),
+                Slot::Table => {
+                    let fits = |t: &String| {
+                        if growing {
+                            t.starts_with(&lower)
+                        } else {
+                            *t == lower
+                        }
+                    };
+                    let wanted = scopes.last().expect("a scope").first_table_wants();
+                    let first_token = growing && at >= new_from;
+                    self.tables.iter().any(|(t, columns)| {
+                        fits(t)
+                            && (wanted.is_empty()
+                                || wanted.iter().any(|c| columns.contains(c))
+                                    && (!first_token || self.begins_as_tokenized(t, &lower)))
+                    })
+                }
                 Slot::ColumnOf(qualifier) => {
                     let fits = |name: &str| {
                         if growing {
@@ -418,6 +492,22 @@ struct Scope {
     aliases: Vec<(String, String)>,
     /// The table just named in FROM, until its alias (if any) is written.
     last_table: Option<String>,
+    /// Schema columns named bare before this level's FROM.
+    bare_columns: Vec<String>,
+}
+
+impl Scope {
+    /// The columns of which the first table of this level's FROM, being
+    /// written now, must hold at least one: those named bare before it
+    /// (`SELECT SUM(Weight) FROM` reads a table that has Weight). Empty,
+    /// so any table, for a later table or a subquery source.
+    fn first_table_wants(&self) -> &[String] {
+        if self.tables.len() == 1 && !self.derived {
+            &self.bare_columns
+        } else {
+            &[]
+        }
+    }
 }
 
 /// The longest qualifier written before its alias is bound that a word
@@ -717,40 +807,37 @@ const KEYWORDS: &[&str] = &[
     "without",
     "true",
     "false",
-    "integer",
-    "int",
-    "real",
-    "text",
-    "numeric",
-    "float",
-    "double",
-    "decimal",
-    "varchar",
-    "char",
-    "blob",
-    "boolean",
-    "date",
-    "datetime",
-    "count",
-    "sum",
-    "avg",
-    "min",
-    "max",
-    "total",
+];
+
+/// Type names, written after `AS` in a cast (where any word may stand) and
+/// never as a value: a bare `date` in `ORDER BY date` is a column the
+/// schema must have, as SQLite reads it.
+const TYPES: &[&str] = &[
+    "integer", "int", "real", "text", "numeric", "float", "double", "decimal", "varchar", "char",
+    "blob", "boolean", "date", "datetime",
 ];
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Result;
+    use crate::llm::scripted::ScriptedModel;
+    use crate::llm::{Generation, Prompt, Sampling};
     use crate::understand::demo;
 
     fn checker() -> Box<dyn TextChecker> {
-        NameConstraint::for_schema(&demo::schema()).0.checker()
+        let no_tokenizer = ScriptedModel::new(Vec::<String>::new());
+        NameConstraint::for_schema(&demo::schema(), &no_tokenizer)
+            .0
+            .checker()
     }
 
     /// Whether each piece in turn is allowed after the ones before.
     fn verdicts(pieces: &[&str]) -> Vec<bool> {
-        let mut c = checker();
+        verdicts_of(checker(), pieces)
+    }
+
+    fn verdicts_of(mut c: Box<dyn TextChecker>, pieces: &[&str]) -> Vec<bool> {
         pieces
             .iter()
             .map(|p| {
@@ -804,6 +891,74 @@ mod tests {
     }
 
     #[test]
+    fn the_first_table_holds_a_column_named_bare_before_it() {
+        // Age is singer's alone; Name is singer's and stadium's.
+        let age = "<sql>SELECT avg(Age) FROM ";
+        assert_eq!(verdicts(&[age, "sing", "er"]), [true, true, true]);
+        assert_eq!(verdicts(&[age, "stad"]), [true, false]);
+        assert_eq!(
+            verdicts(&["<sql>SELECT Name FROM ", "stadium "]),
+            [true, true]
+        );
+        // A later table, qualified or aliased names, and a subquery's
+        // own FROM are not bound by it.
+        assert_eq!(
+            verdicts(&[age, "singer JOIN ", "stadium "]),
+            [true, true, true]
+        );
+        assert_eq!(
+            verdicts(&["<sql>SELECT T2.Age FROM ", "stadium "]),
+            [true, true]
+        );
+        assert_eq!(
+            verdicts(&["<sql>SELECT count(*) AS Age FROM ", "stadium "]),
+            [true, true]
+        );
+        assert_eq!(
+            verdicts(&["<sql>SELECT Age, (SELECT max(Capacity) FROM ", "stadium)"]),
+            [true, true]
+        );
+    }
+
+    /// A tokenizer that writes a word's first four letters (after its
+    /// leading space) as its first token.
+    struct FourLetterStarts;
+
+    impl LanguageModel for FourLetterStarts {
+        fn name(&self) -> &str {
+            "four-letter-starts"
+        }
+
+        fn generate(&self, _: &Prompt, _: &Sampling) -> Result<Generation> {
+            Err(crate::error::Error::Inference("a tokenizer only".into()))
+        }
+
+        fn first_token_text(&self, text: &str) -> Option<String> {
+            let space = usize::from(text.starts_with(' '));
+            Some(text.chars().take(space + 4).collect())
+        }
+    }
+
+    #[test]
+    fn the_first_table_begins_as_the_tokenizer_begins_it() {
+        let schema = demo::schema();
+        let checker = || {
+            NameConstraint::for_schema(&schema, &FourLetterStarts)
+                .0
+                .checker()
+        };
+        // Age is singer's alone: its name begins ` sing`, not ` sin`.
+        let age = "<sql>SELECT avg(Age) FROM";
+        assert_eq!(verdicts_of(checker(), &[age, " sing", "er"]), [true; 3]);
+        assert_eq!(verdicts_of(checker(), &[age, " singer"]), [true, true]);
+        assert_eq!(verdicts_of(checker(), &[age, " sin"]), [true, false]);
+        assert_eq!(verdicts_of(checker(), &[age, "\nSING"]), [true, true]);
+        // Without a column named before it, any start of any table.
+        let all = "<sql>SELECT * FROM";
+        assert_eq!(verdicts_of(checker(), &[all, " sin", "ger"]), [true; 3]);
+    }
+
+    #[test]
     fn a_qualified_column_must_belong_to_its_table_once_known() {
         // T1 is bound to singer: only singer's columns.
         let bound = "<sql>SELECT count(*) FROM singer AS T1 WHERE T1.";
@@ -854,6 +1009,18 @@ mod tests {
         assert_eq!(verdicts(&[select, "strftime("]), [true, true]);
         assert_eq!(verdicts(&[select, "liftoff("]), [true, false]);
         assert_eq!(verdicts(&[select, "X.", "Age "]), [true, true, true]);
+        // A function's or a type's name is not a value on its own.
+        assert_eq!(
+            verdicts(&[select, "Name FROM singer ORDER BY", " date "]),
+            [true, true, false]
+        );
+        assert_eq!(
+            verdicts(&[
+                select,
+                "CAST(Age AS REAL), count(*), date('now') FROM singer "
+            ]),
+            [true, true]
+        );
         // Aliases bound with AS, literals, numbers and quoted names are free.
         assert_eq!(
             verdicts(&[select, "count(*) AS n FROM singer ORDER BY n "]),

@@ -35,6 +35,19 @@ fn is_syntax_error(message: &str) -> bool {
     message.contains("syntax error") || message.starts_with("unrecognized token")
 }
 
+/// Tokens a rewrite may add beyond what the text it replaces suggests.
+const REWRITE_SLACK_TOKENS: usize = 48;
+
+/// The most tokens a rewrite of `replaced_chars` characters of a failed
+/// answer may write. It may outgrow that text (a join added), but a greedy
+/// rewrite that loops (one condition repeated, a run of spaces) would
+/// otherwise run to the answer's whole limit and still fail, incomplete.
+/// Queries take about three characters a token, so this is some 1.5 times
+/// the replaced text's tokens, plus a slack.
+fn rewrite_token_limit(replaced_chars: usize) -> usize {
+    replaced_chars / 2 + REWRITE_SLACK_TOKENS
+}
+
 impl SchemaNames {
     /// Where `answer`, whose query `sql` failed with `error`, is continued
     /// from: before a missing column's first reference (narrowed to the
@@ -110,7 +123,9 @@ impl SchemaNames {
                 .filter(|(t, _)| point.tables.contains(t))
                 .map(|(t, columns)| (t.as_str(), columns.iter().map(String::as_str))),
         );
+        let replaced_chars = answer.len() - point.written.len();
         let sampling = Sampling {
+            max_tokens: sampling.max_tokens.min(rewrite_token_limit(replaced_chars)),
             temperature: 0.0,
             top_p: 1.0,
             n: 1,
