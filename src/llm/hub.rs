@@ -45,6 +45,11 @@ struct HfConfig {
 }
 
 impl CheckpointFiles {
+    /// The checkpoint's tokenizer, read from tokenizer.json.
+    pub fn tokenizer(&self) -> Result<Tokenizer> {
+        Tokenizer::from_file(&self.tokenizer).map_err(|e| Error::model_corrupt(&self.tokenizer, e))
+    }
+
     /// The files of a checkpoint directory (`model.safetensors`, or the
     /// shards listed in `model.safetensors.index.json`).
     pub fn in_dir(dir: &Path) -> Result<Self> {
@@ -156,8 +161,7 @@ pub fn load(files: &CheckpointFiles, device: &Device, dtype: DType) -> Result<Lo
     let transformer = build(&config, hf.tie_word_embeddings, vb, device)
         .map_err(|e| Error::model_corrupt(weights_path, e))?;
 
-    let tokenizer = Tokenizer::from_file(&files.tokenizer)
-        .map_err(|e| Error::model_corrupt(&files.tokenizer, e))?;
+    let tokenizer = files.tokenizer()?;
     let (template, bos, eos) = match &files.tokenizer_config {
         Some(path) => read_tokenizer_config(path)?,
         None => (None, String::new(), String::new()),

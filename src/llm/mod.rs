@@ -262,9 +262,7 @@ pub fn load_local(spec: &str, device: &Device) -> Result<local::LocalModel> {
 pub fn load_tokenizer(spec: &str) -> Result<tokenizers::Tokenizer> {
     let dir = Path::new(spec);
     if dir.is_dir() {
-        let files = hub::CheckpointFiles::in_dir(dir)?;
-        return tokenizers::Tokenizer::from_file(&files.tokenizer)
-            .map_err(|e| crate::error::Error::model_corrupt(&files.tokenizer, e));
+        return hub::CheckpointFiles::in_dir(dir)?.tokenizer();
     }
     gguf::load_tokenizer(&gguf::resolve_model_path(spec)?)
 }

@@ -301,6 +301,14 @@ impl SchemaVocabulary {
                 continue;
             }
             let growing = open && end == query.len();
+            // A name still being written fits as a prefix; a whole one exactly.
+            let fits = |name: &str| {
+                if growing {
+                    name.starts_with(&lower)
+                } else {
+                    name == lower
+                }
+            };
             let ok = match slot {
                 Slot::NewAlias => true,
                 // A WITH query or a subquery source brings names the schema
@@ -331,13 +339,6 @@ impl SchemaVocabulary {
                 }
                 Slot::Table if with_query => true,
                 Slot::Table => {
-                    let fits = |t: &String| {
-                        if growing {
-                            t.starts_with(&lower)
-                        } else {
-                            *t == lower
-                        }
-                    };
                     let wanted = scopes.last().expect("a scope").first_table_wants();
                     let first_token = growing && at >= new_from;
                     self.tables.iter().any(|(t, columns)| {
@@ -348,13 +349,6 @@ impl SchemaVocabulary {
                     })
                 }
                 Slot::ColumnOf(qualifier) => {
-                    let fits = |name: &str| {
-                        if growing {
-                            name.starts_with(&lower)
-                        } else {
-                            name == lower
-                        }
-                    };
                     let qualifier = qualifier.to_lowercase();
                     let in_on = scopes.last().is_some_and(|s| s.in_on);
                     // The innermost binding of the alias (a subquery and
