@@ -386,17 +386,19 @@ impl SchemaVocabulary {
                 Slot::Free => {
                     let next = query[end..].trim_start().chars().next();
                     let keyword = KEYWORDS.contains(&lower.as_str());
-                    let name = self.is_table(&lower)
-                        || defined.contains(&lower)
-                        || bound.iter().any(|(n, _)| *n == lower);
+                    let alias = defined.contains(&lower) || bound.iter().any(|(n, _)| *n == lower);
                     match next {
                         // A qualifier: perhaps an alias bound later.
-                        Some('.') => name || !self.scope_known(&scopes, with_query),
+                        Some('.') => {
+                            self.is_table(&lower) || alias || !self.scope_known(&scopes, with_query)
+                        }
                         // A call, or a keyword before a parenthesis (IN, EXISTS).
                         Some('(') => keyword || FUNCTIONS.contains(&lower.as_str()),
+                        // A table's name on its own is not a value: SQLite
+                        // reads `WHERE Paragraphs > 1` as a column.
                         _ => {
                             keyword
-                                || name
+                                || alias
                                 || (self.columns.contains(&lower)
                                     && (!self.scope_known(&scopes, with_query)
                                         || self.columns_in_scope(&scopes).any(|c| *c == lower)))
@@ -1031,6 +1033,11 @@ mod tests {
             verdicts(&[select, "\"Song Name\" FROM singer "]),
             [true, true]
         );
+        // A table's name is a qualifier, never a value on its own.
+        let from = "```sql\nSELECT Name FROM singer WHERE ";
+        assert_eq!(verdicts(&[from, "stadium", " >"]), [true, true, false]);
+        assert_eq!(verdicts(&[from, "stadium", "."]), [true, true, true]);
+        assert_eq!(verdicts(&[select, "singer", ".*"]), [true, true, true]);
     }
 
     #[test]
