@@ -10,8 +10,12 @@
 //! keyword, a table, a column or an alias the query binds, unless a `.` or
 //! `(` follows it (a qualifier, possibly an alias bound later, or a
 //! function). Literals, quoted names, aliases being defined and numbers
-//! stay free. What cannot be ruled out yet is allowed; the name repairs
-//! check the whole query afterwards.
+//! stay free. A FROM may not end (WHERE, GROUP BY, ..., a closing
+//! parenthesis or the query's end) while a column named bare before it is
+//! in none of its tables, or, at the outermost level, a qualifier written
+//! before it is bound to none; and an alias is not given to a table that
+//! lacks a column already written under it. What cannot be ruled out yet
+//! is allowed; the name repairs check the whole query afterwards.
 
 use super::sql_text::{pieces, table_aliases, Piece};
 use crate::db::Schema;
@@ -154,16 +158,19 @@ impl TextChecker for NameChecker {
             return true;
         };
         let query = &text[start..];
-        let end = CLOSERS
+        let closer = CLOSERS
             .iter()
             .chain(bare.then_some(&"\n\n"))
-            .filter_map(|c| query.find(c))
-            .min()
-            .unwrap_or(query.len());
+            .filter_map(|c| query.find(c).map(|at| (at, c.len())))
+            .min();
         // Only words that the new piece ends (or leaves unfinished) are judged.
         let new_from = self.text.len().saturating_sub(start);
+        let (end, closes_now) = match closer {
+            Some((at, len)) => (at, at + len > new_from),
+            None => (query.len(), false),
+        };
         self.names
-            .query_allows(&query[..end], new_from, end == query.len())
+            .query_allows(&query[..end], new_from, end == query.len(), closes_now)
     }
 
     /// Ending the completion closes its query: the last word must be
@@ -208,8 +215,10 @@ enum Slot<'a> {
 
 impl SchemaVocabulary {
     /// Whether the words of `query` that end at or after `new_from` are
-    /// names it may hold; with `open`, the last word may still grow.
-    fn query_allows(&self, query: &str, new_from: usize, open: bool) -> bool {
+    /// names it may hold; with `open`, the last word may still grow; with
+    /// `closes_now`, the query ends here, so its FROM must bind what it
+    /// named before it.
+    fn query_allows(&self, query: &str, new_from: usize, open: bool, closes_now: bool) -> bool {
         let quoted = quoted_ranges(query);
         let mut spans = Vec::new();
         let mut offset = 0;
@@ -234,19 +243,29 @@ impl SchemaVocabulary {
             let word = match piece {
                 Piece::Word(word) => word,
                 Piece::Other(text) if !text.starts_with('\'') => {
-                    for c in text.chars() {
+                    for (i, c) in text.char_indices() {
                         if c == '(' {
                             let scope = scopes.last_mut().expect("a scope");
                             // A subquery as a FROM source: its columns are unknown.
                             scope.derived |= scope.in_from;
                             scopes.push(Scope::default());
                         } else if c == ')' && scopes.len() > 1 {
+                            if at + i >= new_from && self.leaves_names_unbound(&scopes, with_query)
+                            {
+                                return false;
+                            }
                             let inner = scopes.pop().expect("an inner scope");
                             // A call's parentheses, not a subquery: its
-                            // columns are the enclosing level's.
-                            if !inner.from_seen {
-                                let outer = scopes.last_mut().expect("a scope");
+                            // names are the enclosing level's.
+                            let outer = scopes.last_mut().expect("a scope");
+                            if !inner.from_seen && !outer.from_seen {
                                 outer.bare_columns.extend(inner.bare_columns);
+                                outer
+                                    .qualified_before_from
+                                    .extend(inner.qualified_before_from);
+                            }
+                            if !inner.from_seen {
+                                outer.qualified.extend(inner.qualified);
                             }
                         }
                     }
@@ -257,8 +276,31 @@ impl SchemaVocabulary {
             let lower = word.to_lowercase();
             let end = at + word.len();
             let inside_quotes = quoted.iter().any(|r| r.contains(&at));
+            let growing = open && end == query.len();
+            let judged = end >= new_from && !inside_quotes;
+            // A FROM may end only once it binds what the level named
+            // before it: refused, the model goes on to join the table
+            // that holds the name.
+            if judged
+                && FROM_ENDS.contains(&lower.as_str())
+                && self.leaves_names_unbound(&scopes, with_query)
+            {
+                return false;
+            }
             let scope = scopes.last_mut().expect("a scope");
             let slot = self.slot(&spans, i, scope.in_from, with_query);
+            // `t AS T2` where T2's columns, written before, are not t's.
+            let alias_contradicts = slot == Slot::NewAlias
+                && scope
+                    .last_table
+                    .as_ref()
+                    .and_then(|t| self.tables.get(t))
+                    .is_some_and(|columns| {
+                        scope
+                            .qualified
+                            .iter()
+                            .any(|(q, c)| *q == lower && !columns.contains(c))
+                    });
             match lower.as_str() {
                 "select" => *scope = Scope::default(),
                 "from" => {
@@ -269,6 +311,7 @@ impl SchemaVocabulary {
                 w if CLAUSE_ENDS.contains(&w) => {
                     scope.in_from = false;
                     scope.in_on = w == "on";
+                    scope.from_ended |= FROM_ENDS.contains(&w);
                 }
                 _ if slot == Slot::Table => {
                     scope.tables.push(lower.clone());
@@ -283,6 +326,15 @@ impl SchemaVocabulary {
                 }
                 _ => {
                     scope.last_table = None;
+                    if let Slot::ColumnOf(qualifier) = slot {
+                        if !growing && !inside_quotes {
+                            let used = (qualifier.to_lowercase(), lower.clone());
+                            if !scope.from_seen {
+                                scope.qualified_before_from.push(used.0.clone());
+                            }
+                            scope.qualified.push(used);
+                        }
+                    }
                     let next = query[end..].trim_start().chars().next();
                     let bare_column = slot == Slot::Free
                         && !scope.from_seen
@@ -300,7 +352,6 @@ impl SchemaVocabulary {
             if end < new_from || inside_quotes || word.starts_with(|c: char| c.is_ascii_digit()) {
                 continue;
             }
-            let growing = open && end == query.len();
             // A name still being written fits as a prefix; a whole one exactly.
             let fits = |name: &str| {
                 if growing {
@@ -310,7 +361,7 @@ impl SchemaVocabulary {
                 }
             };
             let ok = match slot {
-                Slot::NewAlias => true,
+                Slot::NewAlias => !alias_contradicts,
                 // A WITH query or a subquery source brings names the schema
                 // lacks: nothing can be ruled out while the word grows.
                 Slot::Free if growing && (with_query || scopes.iter().any(|s| s.derived)) => true,
@@ -410,7 +461,32 @@ impl SchemaVocabulary {
                 return false;
             }
         }
-        true
+        !(closes_now && self.leaves_names_unbound(&scopes, with_query))
+    }
+
+    /// Whether the innermost level is ending its FROM without binding a
+    /// name it wrote before it: a bare column none of the tables in scope
+    /// has, or (at the outermost level, where no later binding can come)
+    /// a qualifier no table or alias in scope answers to. Judged only where
+    /// every level's sources are tables already written.
+    fn leaves_names_unbound(&self, scopes: &[Scope], with_query: bool) -> bool {
+        let here = scopes.last().expect("a scope");
+        if here.from_ended
+            || !self.scope_known(scopes, with_query)
+            || !scopes.iter().all(|s| s.from_seen)
+        {
+            return false;
+        }
+        let column_unbound = here
+            .bare_columns
+            .iter()
+            .any(|c| !self.columns_in_scope(scopes).any(|s| s == c));
+        let qualifier_unbound = scopes.len() == 1
+            && here
+                .qualified_before_from
+                .iter()
+                .any(|q| !here.tables.contains(q) && !here.aliases.iter().any(|(a, _)| a == q));
+        column_unbound || qualifier_unbound
     }
 
     /// Whether this level's sources are known: its FROM is written and
@@ -488,8 +564,14 @@ struct Scope {
     aliases: Vec<(String, String)>,
     /// The table just named in FROM, until its alias (if any) is written.
     last_table: Option<String>,
+    /// This level's FROM has ended (WHERE, GROUP BY, ...).
+    from_ended: bool,
     /// Schema columns named bare before this level's FROM.
     bare_columns: Vec<String>,
+    /// The qualifiers written before this level's FROM.
+    qualified_before_from: Vec<String>,
+    /// Each qualified column this level has written: qualifier, column.
+    qualified: Vec<(String, String)>,
 }
 
 impl Scope {
@@ -510,7 +592,19 @@ impl Scope {
 /// starting no name may be (models write T1, t, emp).
 const LATER_ALIAS_CHARS: usize = 3;
 
-/// Words that end a FROM clause.
+/// Words after which a FROM clause binds no more tables.
+const FROM_ENDS: [&str; 8] = [
+    "where",
+    "group",
+    "order",
+    "having",
+    "limit",
+    "union",
+    "except",
+    "intersect",
+];
+
+/// Words that end a FROM clause or its table list.
 const CLAUSE_ENDS: [&str; 10] = [
     "where",
     "group",
@@ -1072,6 +1166,65 @@ mod tests {
                 "years"
             ]),
             [true, true, true]
+        );
+    }
+
+    #[test]
+    fn a_from_ends_only_once_it_binds_the_names_written_before_it() {
+        // Theme is concert's: singer alone cannot end the FROM.
+        let select = "```sql\nSELECT Name, Theme FROM singer";
+        assert_eq!(verdicts(&[select, " WHERE"]), [true, false]);
+        assert_eq!(verdicts(&[select, " ORDER"]), [true, false]);
+        assert_eq!(verdicts(&[select, "\n```"]), [true, false]);
+        assert_eq!(
+            verdicts(&[select, " JOIN concert ON 1 = 1", " WHERE"]),
+            [true, true, true]
+        );
+        // A qualifier the FROM never binds, at the outermost level.
+        let qualified = "```sql\nSELECT T2.Theme FROM singer AS T1";
+        assert_eq!(verdicts(&[qualified, " WHERE"]), [true, false]);
+        assert_eq!(
+            verdicts(&[qualified, " JOIN concert AS T2 ON 1 = 1 WHERE"]),
+            [true, true]
+        );
+        assert_eq!(
+            verdicts(&["```sql\nSELECT singer.Name FROM singer", " WHERE"]),
+            [true, true]
+        );
+        // A subquery ends with the same test; an outer table counts.
+        let outer =
+            "```sql\nSELECT Name FROM singer WHERE Age IN (SELECT Theme, Capacity FROM concert";
+        assert_eq!(verdicts(&[outer, ")"]), [true, false]);
+        assert_eq!(
+            verdicts(&[
+                "```sql\nSELECT Name FROM singer WHERE Age IN (SELECT Theme, Age FROM concert",
+                ")"
+            ]),
+            [true, true]
+        );
+        // Names bound inside a call count for the level that holds it.
+        assert_eq!(
+            verdicts(&["```sql\nSELECT Name, COUNT(Theme) FROM singer", " GROUP"]),
+            [true, false]
+        );
+    }
+
+    #[test]
+    fn an_alias_is_not_given_to_a_table_that_lacks_its_columns() {
+        let select = "```sql\nSELECT T2.Theme FROM concert AS T1 JOIN singer AS ";
+        assert_eq!(verdicts(&[select, "T2"]), [true, false]);
+        assert_eq!(verdicts(&[select, "T3"]), [true, true]);
+        assert_eq!(
+            verdicts(&[
+                "```sql\nSELECT T2.Theme FROM singer AS T1 JOIN concert AS ",
+                "T2"
+            ]),
+            [true, true]
+        );
+        // Without AS, too.
+        assert_eq!(
+            verdicts(&["```sql\nSELECT T1.Age FROM concert ", "T1"]),
+            [true, false]
         );
     }
 
