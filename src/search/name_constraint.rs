@@ -243,14 +243,15 @@ impl SchemaVocabulary {
             let word = match piece {
                 Piece::Word(word) => word,
                 Piece::Other(text) if !text.starts_with('\'') => {
-                    for (i, c) in text.char_indices() {
+                    for (offset, c) in text.char_indices() {
                         if c == '(' {
                             let scope = scopes.last_mut().expect("a scope");
                             // A subquery as a FROM source: its columns are unknown.
                             scope.derived |= scope.in_from;
-                            scopes.push(Scope::default());
+                            scopes.push(Scope::opened_at(at + offset + 1));
                         } else if c == ')' && scopes.len() > 1 {
-                            if at + i >= new_from && self.leaves_names_unbound(&scopes, with_query)
+                            if at + offset >= new_from
+                                && self.leaves_names_unbound(&scopes, with_query)
                             {
                                 return false;
                             }
@@ -287,6 +288,9 @@ impl SchemaVocabulary {
             {
                 return false;
             }
+            if judged && repeats_enclosing_levels(query, &scopes, end, lower == "select") {
+                return false;
+            }
             let scope = scopes.last_mut().expect("a scope");
             let slot = self.slot(&spans, i, scope.in_from, with_query);
             // `t AS T2` where T2's columns, written before, are not t's.
@@ -302,7 +306,7 @@ impl SchemaVocabulary {
                             .any(|(q, c)| *q == lower && !columns.contains(c))
                     });
             match lower.as_str() {
-                "select" => *scope = Scope::default(),
+                "select" => *scope = Scope::opened_at(scope.opened_at),
                 "from" => {
                     scope.from_seen = true;
                     scope.in_from = true;
@@ -552,6 +556,8 @@ impl SchemaVocabulary {
 /// What one level of a query has bound so far.
 #[derive(Debug, Default)]
 struct Scope {
+    /// Where its text begins: after its opening parenthesis.
+    opened_at: usize,
     from_seen: bool,
     /// In the FROM clause now (a comma names another table).
     in_from: bool,
@@ -575,6 +581,13 @@ struct Scope {
 }
 
 impl Scope {
+    fn opened_at(at: usize) -> Self {
+        Scope {
+            opened_at: at,
+            ..Scope::default()
+        }
+    }
+
     /// The columns of which the first table of this level's FROM, being
     /// written now, must hold at least one: those named bare before it
     /// (`SELECT SUM(Weight) FROM` reads a table that has Weight). Empty,
@@ -585,6 +598,39 @@ impl Scope {
         } else {
             &[]
         }
+    }
+}
+
+/// Whether the word ending at `end` repeats the levels around it, as a
+/// model caught in a loop writes them: a subquery opened inside two levels
+/// that read alike (`x IN (SELECT x FROM t WHERE x IN (SELECT x FROM t
+/// WHERE x IN (SELECT`), or a call inside two calls of the same text
+/// (`Cast(Cast(Cast`; two deep, `CAST(CAST(x AS INT) AS REAL)`, is a
+/// real query). Whitespace and case do not count.
+fn repeats_enclosing_levels(query: &str, scopes: &[Scope], end: usize, select: bool) -> bool {
+    let n = scopes.len();
+    if n < 3 {
+        return false;
+    }
+    let text = |from: usize, to: usize| -> String {
+        query
+            .get(from..to)
+            .unwrap_or_default()
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    // A level's text up to where the next one opens, its parenthesis left out.
+    let up_to_inner = |k: usize| text(scopes[k].opened_at, scopes[k + 1].opened_at - 1);
+    let parent = up_to_inner(n - 2);
+    if parent.is_empty() || parent != up_to_inner(n - 3) {
+        return false;
+    }
+    if select {
+        parent.starts_with("select")
+    } else {
+        text(scopes[n - 1].opened_at, end) == parent
     }
 }
 
@@ -1205,6 +1251,25 @@ mod tests {
         // Names bound inside a call count for the level that holds it.
         assert_eq!(
             verdicts(&["```sql\nSELECT Name, COUNT(Theme) FROM singer", " GROUP"]),
+            [true, false]
+        );
+    }
+
+    #[test]
+    fn a_level_that_repeats_the_two_around_it_is_refused() {
+        let looping =
+            "```sql\nSELECT Name FROM singer WHERE Age IN (SELECT Age FROM singer WHERE Age IN (SELECT Age FROM singer WHERE Age IN (";
+        assert_eq!(verdicts(&[looping, "SELECT"]), [true, false]);
+        assert_eq!(verdicts(&[looping, "30, 40)"]), [true, true]);
+        let twice =
+            "```sql\nSELECT Name FROM singer WHERE Age IN (SELECT Age FROM singer WHERE Age IN (";
+        assert_eq!(verdicts(&[twice, "SELECT"]), [true, true]);
+        let cast = "```sql\nSELECT SUM(Cast(Cast(";
+        assert_eq!(verdicts(&[cast, "Cast"]), [true, false]);
+        assert_eq!(verdicts(&[cast, "Age AS INT) AS REAL)"]), [true, true]);
+        assert_eq!(verdicts(&["```sql\nSELECT Pi (Pi (", "Pi"]), [true, true]);
+        assert_eq!(
+            verdicts(&["```sql\nSELECT Pi (Pi (Pi (", "Pi"]),
             [true, false]
         );
     }

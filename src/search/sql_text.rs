@@ -374,6 +374,30 @@ pub fn dot_between(sql: &str, word: &str, is_bound: impl Fn(&str) -> bool) -> Op
     Some(join(&pieces))
 }
 
+/// `sql` with the first `word` that follows another word across nothing but
+/// spaces, where `joined` makes one name of the two (`Com pressionRatio` to
+/// `Compression_Ratio`), written as that name; None when there is no such
+/// place.
+pub fn join_split_name(
+    sql: &str,
+    word: &str,
+    joined: impl Fn(&str, &str) -> Option<String>,
+) -> Option<String> {
+    let pieces = pieces(sql);
+    (2..pieces.len()).find_map(|i| {
+        let gap = matches!(pieces[i - 1], Piece::Other(gap) if gap.trim().is_empty());
+        match (&pieces[i - 2], gap && is_word_piece(&pieces[i], word)) {
+            (Piece::Word(first), true) => joined(first, word).map(|name| {
+                let mut out = join(&pieces[..i - 2]);
+                out.push_str(&name);
+                out.push_str(&join(&pieces[i + 1..]));
+                out
+            }),
+            _ => None,
+        }
+    })
+}
+
 /// Words that end a FROM clause at its own level.
 const FROM_CLAUSE_ENDS: &[&str] = &[
     "where",

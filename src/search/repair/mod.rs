@@ -16,8 +16,8 @@ mod join;
 mod redecode;
 
 use super::sql_text::{
-    dot_between, name_in_query, outer_table_aliases, pieces, qualify_bare, replace_identifier,
-    replace_qualified, table_aliases, written_in_outer_query, Piece,
+    dot_between, join_split_name, name_in_query, outer_table_aliases, pieces, qualify_bare,
+    replace_identifier, replace_qualified, table_aliases, written_in_outer_query, Piece,
 };
 use crate::db::{Executor, QueryOutcome, QueryResult, Schema};
 use crate::understand::text::{similarity, truncate_chars};
@@ -168,7 +168,10 @@ impl SchemaNames {
         } else if error.contains("misuse of aggregate") {
             grouping::group_aggregates(sql).into_iter().collect()
         } else if let Some(word) = syntax_error_near(error) {
-            self.restore_dot(sql, word).into_iter().collect()
+            self.restore_dot(sql, word)
+                .into_iter()
+                .chain(self.join_split_name(sql, word))
+                .collect()
         } else {
             Vec::new()
         }
@@ -307,6 +310,26 @@ impl SchemaNames {
         let bound = table_aliases(sql);
         let is_bound = |name: &str| bound.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
         dot_between(sql, column, is_bound)
+    }
+
+    /// `sql` with a column name the model broke in two with a space
+    /// (`Com pressionRatio`, `Material ID`), where SQLite stops at the
+    /// second half, written whole: the one column clearly closest to the
+    /// two halves joined, with or without an underscore.
+    fn join_split_name(&self, sql: &str, second: &str) -> Option<String> {
+        // Each name once: a key two tables share is not two candidates.
+        let distinct: std::collections::HashMap<String, &str> = self
+            .tables
+            .iter()
+            .flat_map(|(_, cols)| cols.iter().map(|c| (c.to_lowercase(), c.as_str())))
+            .collect();
+        let columns = || distinct.values().map(|c| (*c, ()));
+        join_split_name(sql, second, |first, second| {
+            [format!("{first}{second}"), format!("{first}_{second}")]
+                .iter()
+                .find_map(|joined| clearly_closest(joined, columns()))
+                .map(|(real, ())| real.to_string())
+        })
     }
 
     /// Whether the database's `table` has `column`.
@@ -574,6 +597,38 @@ mod tests {
             None
         );
         assert_eq!(n.fix("near \"FROM\": syntax error", "SELECT FROM"), None);
+    }
+
+    #[test]
+    fn a_name_broken_by_a_space_is_joined_again() {
+        let n = names();
+        assert_eq!(
+            n.fix(
+                "near \"Disk_Area\": syntax error",
+                "SELECT Total Disk_Area FROM aircraft"
+            )
+            .as_deref(),
+            Some("SELECT Total_Disk_Area FROM aircraft")
+        );
+        // After the dropped dot, the likelier slip, is tried.
+        assert_eq!(
+            n.fixes(
+                "near \"ID\": syntax error",
+                "SELECT * FROM aircraft WHERE Aircraft\tID = 1"
+            ),
+            [
+                "SELECT * FROM aircraft WHERE Aircraft.ID = 1",
+                "SELECT * FROM aircraft WHERE Aircraft_ID = 1"
+            ]
+        );
+        // Two words that make no name stay as they are.
+        assert_eq!(
+            n.fix(
+                "near \"Area\": syntax error",
+                "SELECT Lift Area FROM aircraft"
+            ),
+            None
+        );
     }
 
     #[test]
