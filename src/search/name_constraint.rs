@@ -12,9 +12,9 @@
 //! function). Literals, quoted names, aliases being defined and numbers
 //! stay free. A FROM may not end (WHERE, GROUP BY, ..., a closing
 //! parenthesis or the query's end) while a column named bare before it is
-//! in none of its tables, or, at the outermost level, a qualifier written
-//! before it is bound to none; and an alias is not given to a table that
-//! lacks a column already written under it. What cannot be ruled out yet
+//! in none of its tables; an alias is not given to a table that lacks a
+//! column already written under it; a level that repeats the two around
+//! it (a loop) is refused. What cannot be ruled out yet
 //! is allowed; the name repairs check the whole query afterwards.
 
 use super::sql_text::{pieces, table_aliases, Piece};
@@ -261,9 +261,6 @@ impl SchemaVocabulary {
                             let outer = scopes.last_mut().expect("a scope");
                             if !inner.from_seen && !outer.from_seen {
                                 outer.bare_columns.extend(inner.bare_columns);
-                                outer
-                                    .qualified_before_from
-                                    .extend(inner.qualified_before_from);
                             }
                             if !inner.from_seen {
                                 outer.qualified.extend(inner.qualified);
@@ -332,11 +329,9 @@ impl SchemaVocabulary {
                     scope.last_table = None;
                     if let Slot::ColumnOf(qualifier) = slot {
                         if !growing && !inside_quotes {
-                            let used = (qualifier.to_lowercase(), lower.clone());
-                            if !scope.from_seen {
-                                scope.qualified_before_from.push(used.0.clone());
-                            }
-                            scope.qualified.push(used);
+                            scope
+                                .qualified
+                                .push((qualifier.to_lowercase(), lower.clone()));
                         }
                     }
                     let next = query[end..].trim_start().chars().next();
@@ -468,29 +463,25 @@ impl SchemaVocabulary {
         !(closes_now && self.leaves_names_unbound(&scopes, with_query))
     }
 
-    /// Whether the innermost level is ending its FROM without binding a
-    /// name it wrote before it: a bare column none of the tables in scope
-    /// has, or (at the outermost level, where no later binding can come)
-    /// a qualifier no table or alias in scope answers to. Judged only where
-    /// every level's sources are tables already written.
+    /// Whether the innermost level is ending its FROM while a column it
+    /// named bare before it is in none of the tables in scope. Judged only
+    /// where every level's sources are tables already written, and only
+    /// while the level joins fewer than [`MAX_JOINED_FOR_COVER`] tables, so
+    /// a model that keeps joining the wrong tables is not held forever.
+    /// (A qualifier left unbound is not held: the repairs requalify it to
+    /// the joined table that has its column, or join that table.)
     fn leaves_names_unbound(&self, scopes: &[Scope], with_query: bool) -> bool {
         let here = scopes.last().expect("a scope");
         if here.from_ended
+            || here.tables.len() >= MAX_JOINED_FOR_COVER
             || !self.scope_known(scopes, with_query)
             || !scopes.iter().all(|s| s.from_seen)
         {
             return false;
         }
-        let column_unbound = here
-            .bare_columns
+        here.bare_columns
             .iter()
-            .any(|c| !self.columns_in_scope(scopes).any(|s| s == c));
-        let qualifier_unbound = scopes.len() == 1
-            && here
-                .qualified_before_from
-                .iter()
-                .any(|q| !here.tables.contains(q) && !here.aliases.iter().any(|(a, _)| a == q));
-        column_unbound || qualifier_unbound
+            .any(|c| !self.columns_in_scope(scopes).any(|s| s == c))
     }
 
     /// Whether this level's sources are known: its FROM is written and
@@ -574,8 +565,6 @@ struct Scope {
     from_ended: bool,
     /// Schema columns named bare before this level's FROM.
     bare_columns: Vec<String>,
-    /// The qualifiers written before this level's FROM.
-    qualified_before_from: Vec<String>,
     /// Each qualified column this level has written: qualifier, column.
     qualified: Vec<(String, String)>,
 }
@@ -633,6 +622,10 @@ fn repeats_enclosing_levels(query: &str, scopes: &[Scope], end: usize, select: b
         text(scopes[n - 1].opened_at, end) == parent
     }
 }
+
+/// The tables a level may join before its FROM may end with a bare column
+/// still unbound, so that a model joining the wrong tables is let go.
+const MAX_JOINED_FOR_COVER: usize = 4;
 
 /// The longest qualifier written before its alias is bound that a word
 /// starting no name may be (models write T1, t, emp).
@@ -1226,16 +1219,19 @@ mod tests {
             verdicts(&[select, " JOIN concert ON 1 = 1", " WHERE"]),
             [true, true, true]
         );
-        // A qualifier the FROM never binds, at the outermost level.
-        let qualified = "```sql\nSELECT T2.Theme FROM singer AS T1";
-        assert_eq!(verdicts(&[qualified, " WHERE"]), [true, false]);
+        // A qualifier left unbound is the repairs' to mend.
         assert_eq!(
-            verdicts(&[qualified, " JOIN concert AS T2 ON 1 = 1 WHERE"]),
+            verdicts(&["```sql\nSELECT T2.Theme FROM singer AS T1", " WHERE"]),
             [true, true]
         );
+        // Four tables joined, the FROM may end whatever it lacks.
         assert_eq!(
-            verdicts(&["```sql\nSELECT singer.Name FROM singer", " WHERE"]),
-            [true, true]
+            verdicts(&[
+                select,
+                " JOIN singer ON 1 = 1 JOIN singer ON 1 = 1 JOIN singer ON 1 = 1",
+                " WHERE"
+            ]),
+            [true, true, true]
         );
         // A subquery ends with the same test; an outer table counts.
         let outer =
