@@ -12,9 +12,8 @@
 //! function). Literals, quoted names, aliases being defined and numbers
 //! stay free. A FROM may not end (WHERE, GROUP BY, ..., a closing
 //! parenthesis or the query's end) while a column named bare before it is
-//! in none of its tables; an alias is not given to a table that lacks a
-//! column already written under it; a level that repeats the two around
-//! it (a loop) is refused. What cannot be ruled out yet
+//! in none of its tables; a level that repeats the two around it (a
+//! loop) is refused. What cannot be ruled out yet
 //! is allowed; the name repairs check the whole query afterwards.
 
 use super::sql_text::{pieces, table_aliases, Piece};
@@ -262,9 +261,6 @@ impl SchemaVocabulary {
                             if !inner.from_seen && !outer.from_seen {
                                 outer.bare_columns.extend(inner.bare_columns);
                             }
-                            if !inner.from_seen {
-                                outer.qualified.extend(inner.qualified);
-                            }
                         }
                     }
                     continue;
@@ -290,18 +286,6 @@ impl SchemaVocabulary {
             }
             let scope = scopes.last_mut().expect("a scope");
             let slot = self.slot(&spans, i, scope.in_from, with_query);
-            // `t AS T2` where T2's columns, written before, are not t's.
-            let alias_contradicts = slot == Slot::NewAlias
-                && scope
-                    .last_table
-                    .as_ref()
-                    .and_then(|t| self.tables.get(t))
-                    .is_some_and(|columns| {
-                        scope
-                            .qualified
-                            .iter()
-                            .any(|(q, c)| *q == lower && !columns.contains(c))
-                    });
             match lower.as_str() {
                 "select" => *scope = Scope::opened_at(scope.opened_at),
                 "from" => {
@@ -327,13 +311,6 @@ impl SchemaVocabulary {
                 }
                 _ => {
                     scope.last_table = None;
-                    if let Slot::ColumnOf(qualifier) = slot {
-                        if !growing && !inside_quotes {
-                            scope
-                                .qualified
-                                .push((qualifier.to_lowercase(), lower.clone()));
-                        }
-                    }
                     let next = query[end..].trim_start().chars().next();
                     let bare_column = slot == Slot::Free
                         && !scope.from_seen
@@ -348,7 +325,10 @@ impl SchemaVocabulary {
                     }
                 }
             }
-            if end < new_from || inside_quotes || word.starts_with(|c: char| c.is_ascii_digit()) {
+            // A number is a value, except where a column must stand.
+            let number = word.starts_with(|c: char| c.is_ascii_digit())
+                && !matches!(slot, Slot::ColumnOf(_));
+            if end < new_from || inside_quotes || number {
                 continue;
             }
             // A name still being written fits as a prefix; a whole one exactly.
@@ -360,7 +340,7 @@ impl SchemaVocabulary {
                 }
             };
             let ok = match slot {
-                Slot::NewAlias => !alias_contradicts,
+                Slot::NewAlias => true,
                 // A WITH query or a subquery source brings names the schema
                 // lacks: nothing can be ruled out while the word grows.
                 Slot::Free if growing && (with_query || scopes.iter().any(|s| s.derived)) => true,
@@ -565,8 +545,6 @@ struct Scope {
     from_ended: bool,
     /// Schema columns named bare before this level's FROM.
     bare_columns: Vec<String>,
-    /// Each qualified column this level has written: qualifier, column.
-    qualified: Vec<(String, String)>,
 }
 
 impl Scope {
@@ -1098,6 +1076,8 @@ mod tests {
         assert_eq!(verdicts(&[from, "Exclude"]), [true, false]);
         assert_eq!(verdicts(&[from, "stadium", " >"]), [true, true, false]);
         assert_eq!(verdicts(&[from, "stadium", "."]), [true, true, true]);
+        // After a qualifier's dot a column stands, never a number.
+        assert_eq!(verdicts(&[from, "stadium.", "0"]), [true, true, false]);
         assert_eq!(verdicts(&[select, "singer", ".*"]), [true, true, true]);
     }
 
@@ -1194,25 +1174,6 @@ mod tests {
         assert_eq!(verdicts(&["```sql\nSELECT Pi (Pi (", "Pi"]), [true, true]);
         assert_eq!(
             verdicts(&["```sql\nSELECT Pi (Pi (Pi (", "Pi"]),
-            [true, false]
-        );
-    }
-
-    #[test]
-    fn an_alias_is_not_given_to_a_table_that_lacks_its_columns() {
-        let select = "```sql\nSELECT T2.Theme FROM concert AS T1 JOIN singer AS ";
-        assert_eq!(verdicts(&[select, "T2"]), [true, false]);
-        assert_eq!(verdicts(&[select, "T3"]), [true, true]);
-        assert_eq!(
-            verdicts(&[
-                "```sql\nSELECT T2.Theme FROM singer AS T1 JOIN concert AS ",
-                "T2"
-            ]),
-            [true, true]
-        );
-        // Without AS, too.
-        assert_eq!(
-            verdicts(&["```sql\nSELECT T1.Age FROM concert ", "T1"]),
             [true, false]
         );
     }
