@@ -102,6 +102,24 @@ pub fn replace_qualified(
     replaced.then(|| join(&pieces))
 }
 
+/// The columns `sql` writes as `qualifier.column`, each once (case-blind),
+/// in order.
+pub fn columns_under<'a>(sql: &'a str, qualifier: &str) -> Vec<&'a str> {
+    let pieces = pieces(sql);
+    let mut columns: Vec<&str> = Vec::new();
+    for i in 0..pieces.len().saturating_sub(2) {
+        let is_qualifier = matches!(pieces[i], Piece::Word(q) if q.eq_ignore_ascii_case(qualifier));
+        if let (true, true, Piece::Word(column)) =
+            (is_qualifier, is_dot(&pieces[i + 1]), pieces[i + 2])
+        {
+            if !columns.iter().any(|c| c.eq_ignore_ascii_case(column)) {
+                columns.push(column);
+            }
+        }
+    }
+    columns
+}
+
 /// Words that end a table reference instead of naming its alias.
 const NOT_ALIASES: &[&str] = &[
     "on",

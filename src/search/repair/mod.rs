@@ -16,8 +16,9 @@ mod join;
 mod redecode;
 
 use super::sql_text::{
-    dot_between, join_split_name, name_in_query, outer_table_aliases, pieces, qualify_bare,
-    replace_identifier, replace_qualified, table_aliases, written_in_outer_query, Piece,
+    columns_under, dot_between, join_split_name, name_in_query, outer_table_aliases, pieces,
+    qualify_bare, replace_identifier, replace_qualified, table_aliases, written_in_outer_query,
+    Piece,
 };
 use crate::db::{Executor, QueryOutcome, QueryResult, Schema};
 use crate::understand::text::{similarity, truncate_chars};
@@ -181,7 +182,10 @@ impl SchemaNames {
         let (qualifier, column) = split_qualified(name);
         let scope = self.scope_of(sql, qualifier, column);
         let mut fixes = Vec::new();
-        fixes.extend(qualifier.and_then(|q| self.requalify(sql, &scope, q, column)));
+        fixes.extend(qualifier.and_then(|q| {
+            self.requalify(sql, &scope, q, column)
+                .or_else(|| self.requalify_unbound(sql, &scope, q))
+        }));
         let names_unjoined_table = qualifier.is_some_and(|q| {
             !scope.bound.iter().any(|(n, _)| n.eq_ignore_ascii_case(q))
                 && self.tables.iter().any(|(t, _)| t.eq_ignore_ascii_case(q))
@@ -420,6 +424,34 @@ impl SchemaNames {
         replace_qualified(sql, (qualifier, column), (name, real))
     }
 
+    /// `sql` with every column under `qualifier`, an alias bound nowhere,
+    /// moved to the one joined table that has them all: `T2.name,
+    /// T2.result` over `battle AS T1 JOIN ship AS T3` is battle's, though
+    /// ship has a name too (which leaves `requalify` without a clear
+    /// choice).
+    fn requalify_unbound(&self, sql: &str, scope: &Scope, qualifier: &str) -> Option<String> {
+        let bound = &scope.bound;
+        let is = |name: &str| name.eq_ignore_ascii_case(qualifier);
+        if bound.iter().any(|(n, _)| is(n)) || self.tables.iter().any(|(t, _)| is(t)) {
+            return None;
+        }
+        let wanted = columns_under(sql, qualifier);
+        let mut holders = self.tables.iter().filter(|(t, cols)| {
+            bound.iter().any(|(_, b)| b.eq_ignore_ascii_case(t))
+                && wanted
+                    .iter()
+                    .all(|w| cols.iter().any(|c| c.eq_ignore_ascii_case(w)))
+        });
+        let (table, _) = holders.next()?;
+        if holders.next().is_some() {
+            return None;
+        }
+        let name = name_in_query(bound, table)?;
+        wanted.iter().try_fold(sql.to_string(), |sql, column| {
+            replace_qualified(&sql, (qualifier, column), (name, column))
+        })
+    }
+
     /// The tables `sql` reads in `scope`: those bound there, or, when the
     /// query binds none, every table it names.
     fn tables_used(&self, scope: &Scope, sql: &str) -> Vec<&(String, Vec<String>)> {
@@ -597,6 +629,26 @@ mod tests {
             None
         );
         assert_eq!(n.fix("near \"FROM\": syntax error", "SELECT FROM"), None);
+    }
+
+    #[test]
+    fn an_unbound_alias_moves_to_the_one_joined_table_with_all_its_columns() {
+        let n = names();
+        let joined = "SELECT T3.Aircraft_ID, T3.Total_Disk_Area FROM aircraft AS T1 JOIN airport_aircraft AS T2 ON T1.Aircraft_ID = T2.Aircraft_ID";
+        assert_eq!(
+            n.fix("no such column: T3.Aircraft_ID", joined).as_deref(),
+            Some("SELECT T1.Aircraft_ID, T1.Total_Disk_Area FROM aircraft AS T1 JOIN airport_aircraft AS T2 ON T1.Aircraft_ID = T2.Aircraft_ID")
+        );
+        // A column both tables have, and nothing else under T3: no choice.
+        let shared = "SELECT T3.Aircraft_ID FROM aircraft AS T1 JOIN airport_aircraft AS T2 ON T1.Aircraft_ID = T2.Aircraft_ID";
+        assert_eq!(
+            n.fixes("no such column: T3.Aircraft_ID", shared)
+                .iter()
+                .find(
+                    |f| f.contains("SELECT T1.Aircraft_ID") || f.contains("SELECT T2.Aircraft_ID")
+                ),
+            None
+        );
     }
 
     #[test]
