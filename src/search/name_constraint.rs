@@ -502,7 +502,10 @@ impl SchemaVocabulary {
             _ => None,
         };
         match (gap, word_before) {
-            (".", Some(qualifier)) => Slot::ColumnOf(qualifier),
+            // `0.6`'s fraction is no column.
+            (".", Some(qualifier)) if !qualifier.starts_with(|c: char| c.is_ascii_digit()) => {
+                Slot::ColumnOf(qualifier)
+            }
             ("", Some(w)) if w.eq_ignore_ascii_case("from") || w.eq_ignore_ascii_case("join") => {
                 Slot::Table
             }
@@ -1076,8 +1079,11 @@ mod tests {
         assert_eq!(verdicts(&[from, "Exclude"]), [true, false]);
         assert_eq!(verdicts(&[from, "stadium", " >"]), [true, true, false]);
         assert_eq!(verdicts(&[from, "stadium", "."]), [true, true, true]);
-        // After a qualifier's dot a column stands, never a number.
+        // After a qualifier's dot a column stands, never a number; after
+        // a number's, its fraction.
         assert_eq!(verdicts(&[from, "stadium.", "0"]), [true, true, false]);
+        assert_eq!(verdicts(&[from, "Age * 0.", "6"]), [true, true, true]);
+        assert_eq!(verdicts(&[from, "Age * 0.", "6 >"]), [true, true, true]);
         assert_eq!(verdicts(&[select, "singer", ".*"]), [true, true, true]);
     }
 
