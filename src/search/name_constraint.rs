@@ -369,7 +369,7 @@ impl SchemaVocabulary {
                 }
                 Slot::Table if with_query => true,
                 Slot::Table => {
-                    let wanted = scopes.last().expect("a scope").first_table_wants();
+                    let wanted = self.table_wants(&scopes, with_query);
                     let first_token = growing && at >= new_from;
                     self.tables.iter().any(|(t, columns)| {
                         fits(t)
@@ -473,6 +473,40 @@ impl SchemaVocabulary {
         here.from_seen && !with_query && !scopes.iter().any(|s| s.derived)
     }
 
+    /// The columns of which the table being written in the innermost
+    /// level's FROM (the last of its tables) must hold at least one. For
+    /// the first, those the level named bare before it (`SELECT
+    /// SUM(Weight) FROM` reads a table that has Weight). For a later one,
+    /// while the FROM may not end yet (`leaves_names_unbound`), those the
+    /// tables before it leave unbound: the model joins the table that
+    /// holds `Model`, not one that only filters the rows. Empty, so any
+    /// table, otherwise (a subquery source, every name bound).
+    fn table_wants(&self, scopes: &[Scope], with_query: bool) -> Vec<String> {
+        let here = scopes.last().expect("a scope");
+        let count = here.tables.len();
+        if count == 1 && !here.derived {
+            return here.bare_columns.clone();
+        }
+        if !(2..=MAX_JOINED_FOR_COVER).contains(&count)
+            || here.from_ended
+            || !self.scope_known(scopes, with_query)
+            || !scopes.iter().all(|s| s.from_seen)
+        {
+            return Vec::new();
+        }
+        let outer = scopes[..scopes.len() - 1].iter().flat_map(|s| &s.tables);
+        let before: HashSet<&String> = outer
+            .chain(&here.tables[..count - 1])
+            .filter_map(|t| self.tables.get(t))
+            .flatten()
+            .collect();
+        here.bare_columns
+            .iter()
+            .filter(|c| !before.contains(c))
+            .cloned()
+            .collect()
+    }
+
     /// The columns of the tables every level so far has bound.
     fn columns_in_scope<'s>(&'s self, scopes: &'s [Scope]) -> impl Iterator<Item = &'s String> {
         scopes
@@ -555,18 +589,6 @@ impl Scope {
         Scope {
             opened_at: at,
             ..Scope::default()
-        }
-    }
-
-    /// The columns of which the first table of this level's FROM, being
-    /// written now, must hold at least one: those named bare before it
-    /// (`SELECT SUM(Weight) FROM` reads a table that has Weight). Empty,
-    /// so any table, for a later table or a subquery source.
-    fn first_table_wants(&self) -> &[String] {
-        if self.tables.len() == 1 && !self.derived {
-            &self.bare_columns
-        } else {
-            &[]
         }
     }
 }
@@ -1133,20 +1155,26 @@ mod tests {
             verdicts(&[select, " JOIN concert ON 1 = 1", " WHERE"]),
             [true, true, true]
         );
+        // The table joined to bind Theme is one that has it.
+        assert_eq!(verdicts(&[select, " JOIN stadium"]), [true, false]);
+        assert_eq!(verdicts(&[select, " JOIN concert"]), [true, true]);
+        assert_eq!(
+            verdicts(&[select, " JOIN concert ON 1 = 1 JOIN ", "stadium"]),
+            [true, true, true]
+        );
         // A qualifier left unbound is the repairs' to mend.
         assert_eq!(
             verdicts(&["```sql\nSELECT T2.Theme FROM singer AS T1", " WHERE"]),
             [true, true]
         );
-        // Four tables joined, the FROM may end whatever it lacks.
-        assert_eq!(
-            verdicts(&[
-                select,
-                " JOIN singer ON 1 = 1 JOIN singer ON 1 = 1 JOIN singer ON 1 = 1",
-                " WHERE"
-            ]),
-            [true, true, true]
-        );
+        // Four tables joined (written where the rule stood aside), the
+        // FROM may end whatever it lacks.
+        let mut joined = checker();
+        joined.push(select);
+        joined.push(" JOIN singer ON 1 = 1 JOIN singer ON 1 = 1");
+        assert!(!joined.allows(" WHERE"));
+        joined.push(" JOIN singer ON 1 = 1");
+        assert!(joined.allows(" WHERE"));
         // A subquery ends with the same test; an outer table counts.
         let outer =
             "```sql\nSELECT Name FROM singer WHERE Age IN (SELECT Theme, Capacity FROM concert";
