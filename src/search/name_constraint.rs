@@ -452,16 +452,40 @@ impl SchemaVocabulary {
     /// the joined table that has its column, or join that table.)
     fn leaves_names_unbound(&self, scopes: &[Scope], with_query: bool) -> bool {
         let here = scopes.last().expect("a scope");
+        !self
+            .bare_columns_unbound(scopes, with_query, here.tables.len())
+            .is_empty()
+    }
+
+    /// The columns the innermost level named bare before its FROM that
+    /// neither the enclosing levels' tables nor the first `own_tables` of
+    /// its own bind; empty where the FROM rule does not hold (the FROM has
+    /// ended, `own_tables` reached [`MAX_JOINED_FOR_COVER`], or a source
+    /// is not a table written already).
+    fn bare_columns_unbound<'s>(
+        &self,
+        scopes: &'s [Scope],
+        with_query: bool,
+        own_tables: usize,
+    ) -> Vec<&'s String> {
+        let here = scopes.last().expect("a scope");
         if here.from_ended
-            || here.tables.len() >= MAX_JOINED_FOR_COVER
+            || own_tables >= MAX_JOINED_FOR_COVER
             || !self.scope_known(scopes, with_query)
             || !scopes.iter().all(|s| s.from_seen)
         {
-            return false;
+            return Vec::new();
         }
+        let outer = scopes[..scopes.len() - 1].iter().flat_map(|s| &s.tables);
+        let bound: HashSet<&String> = outer
+            .chain(&here.tables[..own_tables])
+            .filter_map(|t| self.tables.get(t))
+            .flatten()
+            .collect();
         here.bare_columns
             .iter()
-            .any(|c| !self.columns_in_scope(scopes).any(|s| s == c))
+            .filter(|c| !bound.contains(c))
+            .collect()
     }
 
     /// Whether this level's sources are known: its FROM is written and
@@ -487,22 +511,8 @@ impl SchemaVocabulary {
         if count == 1 && !here.derived {
             return here.bare_columns.clone();
         }
-        if !(2..=MAX_JOINED_FOR_COVER).contains(&count)
-            || here.from_ended
-            || !self.scope_known(scopes, with_query)
-            || !scopes.iter().all(|s| s.from_seen)
-        {
-            return Vec::new();
-        }
-        let outer = scopes[..scopes.len() - 1].iter().flat_map(|s| &s.tables);
-        let before: HashSet<&String> = outer
-            .chain(&here.tables[..count - 1])
-            .filter_map(|t| self.tables.get(t))
-            .flatten()
-            .collect();
-        here.bare_columns
-            .iter()
-            .filter(|c| !before.contains(c))
+        self.bare_columns_unbound(scopes, with_query, count.saturating_sub(1))
+            .into_iter()
             .cloned()
             .collect()
     }
