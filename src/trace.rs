@@ -4,7 +4,7 @@
 
 use crate::db::QueryResult;
 use crate::error::QueryError;
-use crate::llm::{ChatMessage, Generation, Sampling, Usage};
+use crate::llm::{ChatMessage, FinishReason, Generation, Sampling, Usage};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -49,6 +49,8 @@ pub struct CallRecord {
     #[serde(skip_serializing_if = "is_zero")]
     pub first_row: usize,
     pub outputs: Vec<String>,
+    /// Why each completion ended, in the order of `outputs`.
+    pub finish_reasons: Vec<FinishReason>,
     pub usage: Usage,
 }
 
@@ -71,9 +73,22 @@ impl CallRecord {
             n: sampling.n,
             seed: sampling.seed,
             first_row: sampling.first_row,
+            finish_reasons: generation
+                .completions
+                .iter()
+                .map(|c| c.finish_reason)
+                .collect(),
             outputs: generation.completions.into_iter().map(|c| c.text).collect(),
             usage: generation.usage,
         }
+    }
+
+    /// Whether completion `row` was cut off (by the token limit or a loop)
+    /// rather than ended by the model.
+    pub fn was_cut(&self, row: usize) -> bool {
+        self.finish_reasons
+            .get(row)
+            .is_some_and(|&r| r != FinishReason::Stop)
     }
 }
 

@@ -315,23 +315,31 @@ impl Engine {
         trace.cost.add(&generation.usage);
         let call = CallRecord::new("sql_generation", messages.clone(), &sampling, generation);
         let outputs = call.outputs.clone();
+        let cut: Vec<bool> = (0..outputs.len()).map(|row| call.was_cut(row)).collect();
         trace.calls.push(call);
 
-        let answered: Vec<(&String, String)> = outputs
+        // (reply, its query, whether the reply was cut off)
+        let answered: Vec<(&String, String, bool)> = outputs
             .iter()
-            .filter_map(|o| extract_sql(o).map(|sql| (o, sql)))
+            .zip(cut)
+            .filter_map(|(o, cut)| extract_sql(o).map(|sql| (o, sql, cut)))
             .collect();
-        let written: Vec<&str> = answered.iter().map(|(_, sql)| sql.as_str()).collect();
+        let written: Vec<&str> = answered.iter().map(|(_, sql, _)| sql.as_str()).collect();
         let ran = self.executor.query_many(&written);
-        // A misspelt or misplaced name with one clearly right replacement is
-        // fixed when the fixed query runs, as in the search's steps.
+        // A query cut off mid-way is ended where it last could be, and a
+        // misspelt or misplaced name with one clearly right replacement is
+        // fixed, when the result runs, as in the search's steps.
         let (mut sqls, mut outcomes): (Vec<String>, Vec<QueryOutcome>) = answered
             .iter()
             .zip(ran)
-            .map(|((_, sql), outcome)| match &outcome {
-                Err(e) => self
-                    .names
-                    .fix_until_it_runs(&self.executor, sql, &e.to_string())
+            .map(|((_, sql, cut), outcome)| match &outcome {
+                Err(e) => cut
+                    .then(|| repair::end_cut_query(&self.executor, sql))
+                    .flatten()
+                    .or_else(|| {
+                        self.names
+                            .fix_until_it_runs(&self.executor, sql, &e.to_string())
+                    })
                     .map_or((sql.clone(), outcome), |(fixed, result)| {
                         (fixed, Ok(result))
                     }),
@@ -339,7 +347,7 @@ impl Engine {
             })
             .unzip();
         if !outcomes.iter().any(feedback::has_value) {
-            for (i, (answer, _)) in answered.iter().enumerate() {
+            for (i, (answer, _, _)) in answered.iter().enumerate() {
                 if let Err(error) = &outcomes[i] {
                     let redone = self.redecode(&messages, answer, &sqls[i], error, &sampling)?;
                     if let Some(Redecoded { call, ran }) = redone {

@@ -5,7 +5,7 @@
 
 use super::continuation::continue_reply;
 use super::feedback::has_value;
-use super::repair::SchemaNames;
+use super::repair::{end_cut_query, SchemaNames};
 use crate::action::{Action, ActionSet, Frame, OutputKind, StepOutput, TerminalRule};
 use crate::db::{Executor, QueryOutcome};
 use crate::error::Result;
@@ -198,9 +198,12 @@ impl Reasoner<'_> {
         let prompt = self.prompt(path, action);
         let generation = model.generate(&Prompt::Chat(prompt.clone()), sampling)?;
         let mut outputs = Vec::with_capacity(generation.completions.len());
+        // Whether each output's text was cut off rather than ended.
+        let mut cut = Vec::with_capacity(generation.completions.len());
         let mut continuations = Vec::new();
         for (row, completion) in generation.completions.iter().enumerate() {
             let mut output = action.parse(&completion.text);
+            let mut was_cut = completion.finish_reason != FinishReason::Stop;
             let unfinished = action.output == OutputKind::Sql
                 && action.frame == Frame::Reasoning
                 && output.sql.is_none()
@@ -215,21 +218,25 @@ impl Reasoner<'_> {
                     &stage,
                 )?;
                 output = action.parse(&answer);
+                was_cut = record.was_cut(0);
                 continuations.push(record);
             }
             outputs.push(output);
+            cut.push(was_cut);
         }
         let sqls: Vec<&str> = outputs.iter().filter_map(|o| o.sql.as_deref()).collect();
         let mut executions = self.executor.query_many(&sqls).into_iter();
         let steps: Vec<Step> = outputs
             .into_iter()
-            .map(|output| {
+            .zip(cut)
+            .map(|(output, cut)| {
                 let execution = output.sql.as_ref().and_then(|_| executions.next());
-                self.fix_names(Step {
+                let step = Step {
                     action: Some(action_index),
                     execution,
                     output: Some(output),
-                })
+                };
+                self.fix_names(step, cut)
             })
             .collect();
         let mut records = vec![CallRecord::new(
@@ -290,16 +297,18 @@ impl Reasoner<'_> {
         else {
             return Ok(step);
         };
+        let cut = record.was_cut(0);
         records.push(record);
         let original = sql.clone();
         let action_index = step.action.expect("a query step has an action");
         let output = self.actions.get(action_index).parse(&answer);
         let execution = output.sql.as_ref().map(|sql| self.executor.query(sql));
-        let mut rewritten = self.fix_names(Step {
+        let written = Step {
             action: step.action,
             execution,
             output: Some(output),
-        });
+        };
+        let mut rewritten = self.fix_names(written, cut);
         if !matches!(rewritten.execution, Some(Ok(_))) {
             return Ok(step);
         }
@@ -337,20 +346,28 @@ impl Reasoner<'_> {
         )
     }
 
-    /// The step with misspelt table or column names in its failed query
-    /// replaced by the clearly closest real ones, when the fixed query runs.
-    fn fix_names(&self, mut step: Step) -> Step {
+    /// The step with its failed query fixed, when the fixed query runs: a
+    /// query whose text was `cut` off ended where it last could be, else
+    /// misspelt table or column names replaced by the clearly closest real
+    /// ones (`SchemaNames::fix_until_it_runs`).
+    fn fix_names(&self, mut step: Step, cut: bool) -> Step {
         let (Some(output), Some(Err(error))) = (&step.output, &step.execution) else {
             return step;
         };
         let Some(original) = output.sql.clone() else {
             return step;
         };
-        if let Some((fixed, result)) =
+        let ended = if cut {
+            end_cut_query(self.executor, &original)
+        } else {
+            None
+        };
+        let fixed = ended.or_else(|| {
             self.context
                 .names
                 .fix_until_it_runs(self.executor, &original, &error.to_string())
-        {
+        });
+        if let Some((fixed, result)) = fixed {
             let output = step.output.as_mut().expect("checked above");
             output.sql = Some(fixed);
             output.fixed_from = Some(original);
@@ -592,7 +609,7 @@ mod tests {
     fn misspelt_names_are_fixed_when_the_fixed_query_runs() {
         let f = Fixture::new();
         let written = "SELECT MAX(Agee) FROM singers";
-        let step = f.reasoner().fix_names(f.drafted(written));
+        let step = f.reasoner().fix_names(f.drafted(written), false);
         let output = step.output.as_ref().unwrap();
         assert_eq!(output.sql.as_deref(), Some("SELECT MAX(Age) FROM singer"));
         assert_eq!(output.fixed_from.as_deref(), Some(written));
@@ -605,7 +622,7 @@ mod tests {
 
         // An invented column has no clearly closest name: the step stays failed.
         let invented = "SELECT MAX(Lift) FROM singer";
-        let step = f.reasoner().fix_names(f.drafted(invented));
+        let step = f.reasoner().fix_names(f.drafted(invented), false);
         assert_eq!(step.sql(), Some(invented));
         assert!(matches!(step.execution, Some(Err(_))));
     }

@@ -9,8 +9,10 @@
 //! that orders or filters by an aggregate without grouping is grouped
 //! (`grouping`). A missing column no fix finds is written again by the
 //! model from just before it, among the query's own tables' columns
-//! (`redecode`).
+//! (`redecode`). A query whose text ended too soon is ended where it last
+//! could be (`cut`).
 
+mod cut;
 mod grouping;
 mod join;
 mod redecode;
@@ -21,6 +23,7 @@ use super::sql_text::{
     Piece,
 };
 use crate::db::{Executor, QueryOutcome, QueryResult, Schema};
+use crate::error::QueryError;
 use crate::understand::text::{similarity, truncate_chars};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -365,6 +368,9 @@ impl SchemaNames {
         sql: &str,
         error: &str,
     ) -> Option<(String, Arc<QueryResult>)> {
+        if cut::ended_too_soon(error) {
+            return end_cut_query(executor, sql);
+        }
         let mut tried = HashSet::from([sql.to_string()]);
         self.fix_chain(executor, sql, error, MAX_FIXES, &mut tried)
     }
@@ -467,6 +473,21 @@ impl SchemaNames {
             .filter(|(t, _)| identifiers.iter().any(|i| i.eq_ignore_ascii_case(t)))
             .collect()
     }
+}
+
+/// `sql`, whose text ended before the query did (the model was cut off,
+/// or stopped mid-query), ended at the latest point where it runs (see
+/// `cut`), and its result; None when no end runs, or when one runs out of
+/// time or memory (the shorter ends would only filter less).
+pub fn end_cut_query(executor: &Executor, sql: &str) -> Option<(String, Arc<QueryResult>)> {
+    for ended in cut::endings(sql) {
+        match executor.query(&ended) {
+            Ok(result) => return Some((ended, result)),
+            Err(QueryError::Timeout { .. } | QueryError::OutOfMemory { .. }) => return None,
+            Err(_) => {}
+        }
+    }
+    None
 }
 
 /// The name most like `wanted` (with what it came with), if similar enough

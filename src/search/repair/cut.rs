@@ -1,0 +1,199 @@
+//! A query whose text ends too soon: the token limit or the loop detector
+//! cut the model off mid-query (often deep in a chain of nested `IN
+//! (SELECT ...` or a long run of conditions), or it closed its answer
+//! before the query was done. Such a query is ended where it last could
+//! be: before the condition or clause it was writing, or after a closed
+//! group, with the parentheses still open closed. What the model had
+//! written up to there stands; nothing is invented.
+
+use super::super::sql_text::{pieces, Piece};
+
+/// Ends tried for one query at most, latest first.
+const MAX_ENDS: usize = 24;
+
+/// Words a query can end before: each starts a condition or a clause.
+const BOUNDARY_WORDS: &[&str] = &[
+    "and",
+    "or",
+    "where",
+    "group",
+    "order",
+    "having",
+    "limit",
+    "union",
+    "except",
+    "intersect",
+    "join",
+    "inner",
+    "left",
+    "cross",
+];
+
+/// Whether SQLite's (or the guard's parser's) `error` says the text ended
+/// before the query did, whatever the model meant.
+pub(super) fn ended_too_soon(error: &str) -> bool {
+    let error = error.to_lowercase();
+    error.contains("incomplete input") || error.contains("unterminated string literal")
+}
+
+/// Ways to end `sql` where it could have ended, the latest first: the whole
+/// text (unless it stops inside a string literal), then before each
+/// boundary word, comma or after each closing parenthesis, back to its
+/// first FROM (an end before any FROM would answer a constant). Each has
+/// the parentheses open at that point closed.
+pub(super) fn endings(sql: &str) -> Vec<String> {
+    // (byte offset, parentheses open there)
+    let mut ends: Vec<(usize, i32)> = Vec::new();
+    let mut offset = 0;
+    let mut depth = 0i32;
+    let mut past_from = false;
+    let mut open_literal = false;
+    for piece in pieces(sql) {
+        match piece {
+            Piece::Word(word) => {
+                let boundary = BOUNDARY_WORDS.iter().any(|b| word.eq_ignore_ascii_case(b));
+                if past_from && boundary {
+                    ends.push((offset, depth));
+                }
+                past_from |= word.eq_ignore_ascii_case("from");
+                offset += word.len();
+            }
+            Piece::Other(text) if text.starts_with('\'') => {
+                // A closed literal has an even number of quotes ('' escapes one).
+                open_literal = text.matches('\'').count() % 2 == 1;
+                offset += text.len();
+            }
+            Piece::Other(text) => {
+                for (i, c) in text.char_indices() {
+                    match c {
+                        '(' => depth += 1,
+                        ')' => {
+                            depth -= 1;
+                            if past_from {
+                                ends.push((offset + i + 1, depth));
+                            }
+                        }
+                        ',' if past_from => ends.push((offset + i, depth)),
+                        _ => {}
+                    }
+                }
+                offset += text.len();
+            }
+        }
+    }
+    if past_from && !open_literal {
+        ends.push((sql.len(), depth));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for &(at, open) in ends.iter().rev() {
+        if open < 0 {
+            continue;
+        }
+        let ended = format!("{}{}", sql[..at].trim_end(), ")".repeat(open as usize));
+        if out.last() != Some(&ended) {
+            out.push(ended);
+        }
+        if out.len() == MAX_ENDS {
+            break;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chain_of_subqueries_cut_mid_condition_ends_before_that_condition() {
+        let sql = "SELECT SUM(Weight) FROM engine WHERE Engine_ID IN (SELECT Engine_ID \
+                   FROM m WHERE Block = 'Alloy' AND Piston = '";
+        let ends = endings(sql);
+        assert_eq!(
+            ends[0],
+            "SELECT SUM(Weight) FROM engine WHERE Engine_ID IN (SELECT Engine_ID \
+             FROM m WHERE Block = 'Alloy')"
+        );
+        assert_eq!(
+            ends[1],
+            "SELECT SUM(Weight) FROM engine WHERE Engine_ID IN (SELECT Engine_ID FROM m)"
+        );
+    }
+
+    #[test]
+    fn a_condition_cut_after_its_first_word_is_dropped_whole() {
+        let sql = "SELECT COUNT(*) FROM t AS T1 WHERE T1.a = 'x' AND T1";
+        let ends = endings(sql);
+        // The whole text first (it may run), then before the cut condition.
+        assert_eq!(ends[0], sql);
+        assert_eq!(ends[1], "SELECT COUNT(*) FROM t AS T1 WHERE T1.a = 'x'");
+    }
+
+    #[test]
+    fn parentheses_and_words_inside_literals_do_not_count() {
+        let sql = "SELECT a FROM t WHERE b = 'x (and y' AND c IN (1, 2";
+        let ends = endings(sql);
+        assert_eq!(
+            ends[0],
+            "SELECT a FROM t WHERE b = 'x (and y' AND c IN (1, 2)"
+        );
+        assert_eq!(ends[1], "SELECT a FROM t WHERE b = 'x (and y' AND c IN (1)");
+        assert_eq!(ends[2], "SELECT a FROM t WHERE b = 'x (and y'");
+    }
+
+    #[test]
+    fn nothing_ends_before_the_first_from() {
+        assert!(endings("SELECT a, b, COUNT(*), c").is_empty());
+        let ends = endings("SELECT a, b FROM t WHERE");
+        assert_eq!(ends, vec!["SELECT a, b FROM t WHERE", "SELECT a, b FROM t"]);
+    }
+
+    #[test]
+    fn a_cut_query_runs_at_its_latest_end_that_runs() {
+        use crate::db::{ExecConfig, Executor};
+        use crate::search::repair::{end_cut_query, SchemaNames};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("engines.sqlite");
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE engine (Engine_ID INTEGER, Weight REAL);
+             CREATE TABLE parts (Engine_ID INTEGER, Material TEXT, Heat TEXT);
+             INSERT INTO engine VALUES (1, 10), (2, 20), (3, 40);
+             INSERT INTO parts VALUES (1, 'Steel', 'Tempered'), (2, 'Alloy', 'None');",
+        )
+        .unwrap();
+        drop(conn);
+        let executor = Executor::open(&path, ExecConfig::default()).unwrap();
+        // Cut after a condition's first word: `T1` alone is no column, so
+        // the end before that condition is the one that runs.
+        let sql = "SELECT COUNT(*) FROM parts AS T1 WHERE T1.Heat = 'Tempered' AND T1";
+        let (ended, result) = end_cut_query(&executor, sql).unwrap();
+        assert_eq!(
+            ended,
+            "SELECT COUNT(*) FROM parts AS T1 WHERE T1.Heat = 'Tempered'"
+        );
+        assert_eq!(result.rows[0][0].to_string(), "1");
+        // SQLite's own verdict on an unfinished text routes the repair
+        // there without being told the text was cut.
+        let sql = "SELECT SUM(Weight) FROM engine WHERE Engine_ID IN (SELECT Engine_ID \
+                   FROM parts WHERE Material = 'Alloy' AND Heat = '";
+        let error = executor.query(sql).unwrap_err().to_string();
+        let schema = crate::db::Schema::load(&path, &Default::default()).unwrap();
+        let (ended, result) = SchemaNames::of(&schema)
+            .fix_until_it_runs(&executor, sql, &error)
+            .unwrap();
+        assert!(ended.ends_with("WHERE Material = 'Alloy')"), "{ended}");
+        assert_eq!(result.rows[0][0].to_string(), "20");
+        // No end of a text that never reached FROM.
+        assert!(end_cut_query(&executor, "SELECT COUNT(*), Weight").is_none());
+    }
+
+    #[test]
+    fn the_errors_of_a_text_that_stopped_early_are_told_apart() {
+        assert!(ended_too_soon("SQL error: incomplete input"));
+        assert!(ended_too_soon(
+            "SQL error: Unterminated string literal at Line: 1, Column: 385"
+        ));
+        assert!(!ended_too_soon("SQL error: no such column: T1.a"));
+    }
+}
