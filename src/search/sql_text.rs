@@ -186,20 +186,24 @@ struct Binding {
 fn bindings(sql: &str) -> Vec<Binding> {
     let pieces = pieces(sql);
     let depths = subquery_depths(&pieces);
-    let words: Vec<(&str, usize)> = pieces
-        .iter()
-        .zip(depths)
-        .filter_map(|(p, depth)| match p {
-            Piece::Word(w) => Some((*w, depth)),
-            Piece::Other(_) => None,
-        })
-        .collect();
+    // (word, subquery depth, whether only spaces separate it from the word before)
+    let mut words: Vec<(&str, usize, bool)> = Vec::new();
+    let mut spaced = true;
+    for (piece, depth) in pieces.iter().zip(depths) {
+        match piece {
+            Piece::Word(w) => {
+                words.push((w, depth, spaced));
+                spaced = true;
+            }
+            Piece::Other(text) => spaced &= text.trim().is_empty(),
+        }
+    }
     let mut out = Vec::new();
-    for (i, &(word, depth)) in words.iter().enumerate() {
+    for (i, &(word, depth, _)) in words.iter().enumerate() {
         if !(word.eq_ignore_ascii_case("from") || word.eq_ignore_ascii_case("join")) {
             continue;
         }
-        let Some(&(table, _)) = words.get(i + 1) else {
+        let Some(&(table, _, _)) = words.get(i + 1) else {
             continue;
         };
         let bind = |name: &str| Binding {
@@ -211,11 +215,13 @@ fn bindings(sql: &str) -> Vec<Binding> {
         let mut next = i + 2;
         if words
             .get(next)
-            .is_some_and(|(w, _)| w.eq_ignore_ascii_case("as"))
+            .is_some_and(|(w, _, spaced)| *spaced && w.eq_ignore_ascii_case("as"))
         {
             next += 1;
         }
-        if let Some(&(alias, _)) = words.get(next) {
+        // An alias follows its table after spaces alone: after `t)` or
+        // `t,` the next word is no alias of `t`.
+        if let Some(&(alias, _, true)) = words.get(next) {
             if !NOT_ALIASES.iter().any(|k| alias.eq_ignore_ascii_case(k)) {
                 out.push(bind(alias));
             }
@@ -543,6 +549,16 @@ mod tests {
             has("pilot", "pilot") && !pairs.iter().any(|(n, _)| n == "WHERE"),
             "{pairs:?}"
         );
+        // The word after a subquery's closing parenthesis or a comma is no
+        // alias of the table before it.
+        let sql = "SELECT T1.a FROM t AS T1 WHERE T1.b = (SELECT MAX(b) FROM t) AND T1.c, u";
+        let pairs = table_aliases(sql);
+        assert_eq!(
+            pairs,
+            [("t", "t"), ("T1", "t"), ("t", "t")].map(|(n, t)| (n.to_string(), t.to_string()))
+        );
+        let pairs = table_aliases("SELECT * FROM a, b WHERE 1");
+        assert!(!pairs.iter().any(|(n, _)| n == "b"), "{pairs:?}");
     }
 
     #[test]
