@@ -334,7 +334,7 @@ impl Engine {
             .zip(ran)
             .map(|((_, sql, cut), outcome)| match &outcome {
                 Err(e) => cut
-                    .then(|| repair::end_cut_query(&self.executor, sql))
+                    .then(|| self.names.end_cut_query(&self.executor, sql))
                     .flatten()
                     .or_else(|| {
                         self.names

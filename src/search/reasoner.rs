@@ -5,7 +5,7 @@
 
 use super::continuation::continue_reply;
 use super::feedback::has_value;
-use super::repair::{end_cut_query, SchemaNames};
+use super::repair::SchemaNames;
 use crate::action::{Action, ActionSet, Frame, OutputKind, StepOutput, TerminalRule};
 use crate::db::{Executor, QueryOutcome};
 use crate::error::Result;
@@ -357,16 +357,14 @@ impl Reasoner<'_> {
         let Some(original) = output.sql.clone() else {
             return step;
         };
+        let names = &self.context.names;
         let ended = if cut {
-            end_cut_query(self.executor, &original)
+            names.end_cut_query(self.executor, &original)
         } else {
             None
         };
-        let fixed = ended.or_else(|| {
-            self.context
-                .names
-                .fix_until_it_runs(self.executor, &original, &error.to_string())
-        });
+        let fixed =
+            ended.or_else(|| names.fix_until_it_runs(self.executor, &original, &error.to_string()));
         if let Some((fixed, result)) = fixed {
             let output = step.output.as_mut().expect("checked above");
             output.sql = Some(fixed);

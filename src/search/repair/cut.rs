@@ -36,18 +36,18 @@ pub(super) fn ended_too_soon(error: &str) -> bool {
     error.contains("incomplete input") || error.contains("unterminated string literal")
 }
 
-/// Ways to end `sql` where it could have ended, the latest first: the whole
-/// text (unless it stops inside a string literal), then before each
-/// boundary word, comma or after each closing parenthesis, back to its
-/// first FROM (an end before any FROM would answer a constant). Each has
-/// the parentheses open at that point closed.
+/// Ways to end `sql` where it could have ended, the latest first: before
+/// each boundary word or comma and after each closing parenthesis, back to
+/// its first FROM (an end before any FROM would answer a constant). Each
+/// has the parentheses open at that point closed. The text's own end is
+/// none of them: a cut text's last word may be half a name, or the first
+/// operand of a condition (`AND Heat` runs, and filters every row away).
 pub(super) fn endings(sql: &str) -> Vec<String> {
     // (byte offset, parentheses open there)
     let mut ends: Vec<(usize, i32)> = Vec::new();
     let mut offset = 0;
     let mut depth = 0i32;
     let mut past_from = false;
-    let mut open_literal = false;
     for piece in pieces(sql) {
         match piece {
             Piece::Word(word) => {
@@ -58,11 +58,7 @@ pub(super) fn endings(sql: &str) -> Vec<String> {
                 past_from |= word.eq_ignore_ascii_case("from");
                 offset += word.len();
             }
-            Piece::Other(text) if text.starts_with('\'') => {
-                // A closed literal has an even number of quotes ('' escapes one).
-                open_literal = text.matches('\'').count() % 2 == 1;
-                offset += text.len();
-            }
+            Piece::Other(text) if text.starts_with('\'') => offset += text.len(),
             Piece::Other(text) => {
                 for (i, c) in text.char_indices() {
                     match c {
@@ -80,9 +76,6 @@ pub(super) fn endings(sql: &str) -> Vec<String> {
                 offset += text.len();
             }
         }
-    }
-    if past_from && !open_literal {
-        ends.push((sql.len(), depth));
     }
     let mut out: Vec<String> = Vec::new();
     for &(at, open) in ends.iter().rev() {
@@ -124,34 +117,31 @@ mod tests {
     fn a_condition_cut_after_its_first_word_is_dropped_whole() {
         let sql = "SELECT COUNT(*) FROM t AS T1 WHERE T1.a = 'x' AND T1";
         let ends = endings(sql);
-        // The whole text first (it may run), then before the cut condition.
-        assert_eq!(ends[0], sql);
-        assert_eq!(ends[1], "SELECT COUNT(*) FROM t AS T1 WHERE T1.a = 'x'");
+        assert_eq!(ends[0], "SELECT COUNT(*) FROM t AS T1 WHERE T1.a = 'x'");
     }
 
     #[test]
     fn parentheses_and_words_inside_literals_do_not_count() {
         let sql = "SELECT a FROM t WHERE b = 'x (and y' AND c IN (1, 2";
         let ends = endings(sql);
-        assert_eq!(
-            ends[0],
-            "SELECT a FROM t WHERE b = 'x (and y' AND c IN (1, 2)"
-        );
-        assert_eq!(ends[1], "SELECT a FROM t WHERE b = 'x (and y' AND c IN (1)");
-        assert_eq!(ends[2], "SELECT a FROM t WHERE b = 'x (and y'");
+        assert_eq!(ends[0], "SELECT a FROM t WHERE b = 'x (and y' AND c IN (1)");
+        assert_eq!(ends[1], "SELECT a FROM t WHERE b = 'x (and y'");
     }
 
     #[test]
     fn nothing_ends_before_the_first_from() {
         assert!(endings("SELECT a, b, COUNT(*), c").is_empty());
         let ends = endings("SELECT a, b FROM t WHERE");
-        assert_eq!(ends, vec!["SELECT a, b FROM t WHERE", "SELECT a, b FROM t"]);
+        assert_eq!(ends, vec!["SELECT a, b FROM t"]);
+        // A group closed at the cut is an end.
+        let ends = endings("SELECT a FROM t WHERE b IN (SELECT b FROM u)");
+        assert_eq!(ends[0], "SELECT a FROM t WHERE b IN (SELECT b FROM u)");
     }
 
     #[test]
     fn a_cut_query_runs_at_its_latest_end_that_runs() {
         use crate::db::{ExecConfig, Executor};
-        use crate::search::repair::{end_cut_query, SchemaNames};
+        use crate::search::repair::SchemaNames;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("engines.sqlite");
         let conn = rusqlite::Connection::open(&path).unwrap();
@@ -164,10 +154,12 @@ mod tests {
         .unwrap();
         drop(conn);
         let executor = Executor::open(&path, ExecConfig::default()).unwrap();
+        let schema = crate::db::Schema::load(&path, &Default::default()).unwrap();
+        let names = SchemaNames::of(&schema);
         // Cut after a condition's first word: `T1` alone is no column, so
         // the end before that condition is the one that runs.
         let sql = "SELECT COUNT(*) FROM parts AS T1 WHERE T1.Heat = 'Tempered' AND T1";
-        let (ended, result) = end_cut_query(&executor, sql).unwrap();
+        let (ended, result) = names.end_cut_query(&executor, sql).unwrap();
         assert_eq!(
             ended,
             "SELECT COUNT(*) FROM parts AS T1 WHERE T1.Heat = 'Tempered'"
@@ -178,14 +170,17 @@ mod tests {
         let sql = "SELECT SUM(Weight) FROM engine WHERE Engine_ID IN (SELECT Engine_ID \
                    FROM parts WHERE Material = 'Alloy' AND Heat = '";
         let error = executor.query(sql).unwrap_err().to_string();
-        let schema = crate::db::Schema::load(&path, &Default::default()).unwrap();
-        let (ended, result) = SchemaNames::of(&schema)
-            .fix_until_it_runs(&executor, sql, &error)
-            .unwrap();
+        let (ended, result) = names.fix_until_it_runs(&executor, sql, &error).unwrap();
         assert!(ended.ends_with("WHERE Material = 'Alloy')"), "{ended}");
         assert_eq!(result.rows[0][0].to_string(), "20");
+        // The latest whole query, failing on a misspelt name, is fixed
+        // rather than cut shorter; the cut's last condition is dropped.
+        let sql = "SELECT COUNT(*) FROM parts WHERE Materal = 'Alloy' AND Heat";
+        let (ended, _) = names.end_cut_query(&executor, sql).unwrap();
+        assert_eq!(ended, "SELECT COUNT(*) FROM parts WHERE Material = 'Alloy'");
         // No end of a text that never reached FROM.
-        assert!(end_cut_query(&executor, "SELECT COUNT(*), Weight").is_none());
+        let never_from = names.end_cut_query(&executor, "SELECT COUNT(*), Weight");
+        assert!(never_from.is_none());
     }
 
     #[test]

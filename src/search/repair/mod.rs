@@ -369,10 +369,40 @@ impl SchemaNames {
         error: &str,
     ) -> Option<(String, Arc<QueryResult>)> {
         if cut::ended_too_soon(error) {
-            return end_cut_query(executor, sql);
+            return self.end_cut_query(executor, sql);
         }
         let mut tried = HashSet::from([sql.to_string()]);
         self.fix_chain(executor, sql, error, MAX_FIXES, &mut tried)
+    }
+
+    /// `sql`, whose text ended before the query did (the model was cut
+    /// off, or stopped mid-query), ended at the latest point where it runs
+    /// (see `cut`), and its result. The latest end that is a whole query but
+    /// fails on a name is fixed as any failed query is, before shorter ends
+    /// (which only filter less) are tried. None when nothing runs, or when an
+    /// end runs out of time or memory.
+    pub fn end_cut_query(
+        &self,
+        executor: &Executor,
+        sql: &str,
+    ) -> Option<(String, Arc<QueryResult>)> {
+        let mut fixed_one = false;
+        for ended in cut::endings(sql) {
+            let error = match executor.query(&ended) {
+                Ok(result) => return Some((ended, result)),
+                Err(QueryError::Timeout { .. } | QueryError::OutOfMemory { .. }) => return None,
+                Err(error) => error.to_string(),
+            };
+            if !fixed_one && !error.contains("syntax error") && !cut::ended_too_soon(&error) {
+                fixed_one = true;
+                let mut tried = HashSet::from([ended.clone()]);
+                let fixed = self.fix_chain(executor, &ended, &error, MAX_FIXES, &mut tried);
+                if fixed.is_some() {
+                    return fixed;
+                }
+            }
+        }
+        None
     }
 
     /// One step of [`SchemaNames::fix_until_it_runs`]; `tried` holds every
@@ -473,21 +503,6 @@ impl SchemaNames {
             .filter(|(t, _)| identifiers.iter().any(|i| i.eq_ignore_ascii_case(t)))
             .collect()
     }
-}
-
-/// `sql`, whose text ended before the query did (the model was cut off,
-/// or stopped mid-query), ended at the latest point where it runs (see
-/// `cut`), and its result; None when no end runs, or when one runs out of
-/// time or memory (the shorter ends would only filter less).
-pub fn end_cut_query(executor: &Executor, sql: &str) -> Option<(String, Arc<QueryResult>)> {
-    for ended in cut::endings(sql) {
-        match executor.query(&ended) {
-            Ok(result) => return Some((ended, result)),
-            Err(QueryError::Timeout { .. } | QueryError::OutOfMemory { .. }) => return None,
-            Err(_) => {}
-        }
-    }
-    None
 }
 
 /// The name most like `wanted` (with what it came with), if similar enough
