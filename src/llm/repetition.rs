@@ -4,12 +4,14 @@
 //! completion costs hundreds of tokens. Cutting it early changes no usable
 //! answer.
 
-/// Longest repeating span looked for, in tokens.
-const MAX_PERIOD: usize = 32;
-/// A span must repeat this many times in a row...
-const MIN_REPEATS: usize = 6;
+/// Longest repeating span looked for, in tokens: a SELECT list of a dozen
+/// qualified columns written over and over spans some 40.
+const MAX_PERIOD: usize = 64;
+/// A span must repeat this many times in a row (no sound text repeats a
+/// span of ten or more tokens three times back to back)...
+const MIN_REPEATS: usize = 3;
 /// ...and the repeats must cover at least this many tokens.
-const MIN_COVERED: usize = 48;
+const MIN_COVERED: usize = 32;
 
 /// Whether `tokens` end with one span of at most [`MAX_PERIOD`] tokens
 /// repeated back to back at least [`MIN_REPEATS`] times over at least
@@ -28,36 +30,47 @@ pub fn ends_in_loop(tokens: &[u32]) -> bool {
 mod tests {
     use super::*;
 
+    fn repeated(prefix: &[u32], span: &[u32], times: usize) -> Vec<u32> {
+        let mut tokens = prefix.to_vec();
+        for _ in 0..times {
+            tokens.extend(span);
+        }
+        tokens
+    }
+
     #[test]
     fn a_short_span_repeated_to_the_threshold_is_a_loop() {
         let prefix = [7u32, 8, 9, 10];
         let span = [1u32, 2, 3, 4];
-        let mut tokens = prefix.to_vec();
-        for _ in 0..11 {
-            tokens.extend(span);
-        }
-        // 44 repeated tokens: not yet 48.
-        assert!(!ends_in_loop(&tokens));
-        tokens.extend(span);
-        assert!(ends_in_loop(&tokens));
-        let mut one_token = vec![5u32; 47];
-        assert!(!ends_in_loop(&one_token));
-        one_token.push(5);
-        assert!(ends_in_loop(&one_token));
+        // 28 repeated tokens: not yet 32.
+        assert!(!ends_in_loop(&repeated(&prefix, &span, 7)));
+        assert!(ends_in_loop(&repeated(&prefix, &span, 8)));
+        assert!(!ends_in_loop(&repeated(&prefix, &[5], 31)));
+        assert!(ends_in_loop(&repeated(&prefix, &[5], 32)));
     }
 
     #[test]
-    fn varied_text_and_long_spans_repeated_a_few_times_are_not() {
+    fn a_long_span_is_a_loop_at_its_third_repeat() {
+        let prefix = [7u32, 8, 9, 10];
+        for length in [16u32, 40, 64] {
+            let span: Vec<u32> = (100..100 + length).collect();
+            assert!(!ends_in_loop(&repeated(&prefix, &span, 2)), "{length}");
+            assert!(ends_in_loop(&repeated(&prefix, &span, 3)), "{length}");
+        }
+        // Longer spans are not looked for.
+        let span: Vec<u32> = (100..165).collect();
+        assert!(!ends_in_loop(&repeated(&prefix, &span, 3)));
+    }
+
+    #[test]
+    fn varied_text_is_not_a_loop() {
         let varied: Vec<u32> = (0..500).collect();
         assert!(!ends_in_loop(&varied));
-        let span: Vec<u32> = (100..116).collect();
+        // A span repeated with one token changed each time.
         let mut tokens = Vec::new();
-        for _ in 0..5 {
-            tokens.extend(&span);
+        for i in 0..10u32 {
+            tokens.extend([1, 2, 3, 4, 5, 6, 7, 8, 9, 100 + i]);
         }
-        // 80 tokens, but only five repeats of a 16-token span.
         assert!(!ends_in_loop(&tokens));
-        tokens.extend(&span);
-        assert!(ends_in_loop(&tokens));
     }
 }
