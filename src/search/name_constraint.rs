@@ -23,6 +23,10 @@ use crate::llm::LanguageModel;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+/// Characters SQLite reads as no token outside a literal or quoted name
+/// (`^` is a small model's power operator).
+const NEVER_IN_SQL: [char; 4] = ['^', '{', '}', '\\'];
+
 /// Where a query span opens and where it closes, as the answer formats
 /// write them (a closing tag from its first two characters on, since it is
 /// written token by token); a bare query (an answer that is a query) also
@@ -243,6 +247,15 @@ impl SchemaVocabulary {
                 Piece::Word(word) => word,
                 Piece::Other(text) if !text.starts_with('\'') => {
                     for (offset, c) in text.char_indices() {
+                        let judged = at + offset >= new_from
+                            && !quoted.iter().any(|r| r.contains(&(at + offset)));
+                        // SQL has no use for these outside quotes, nor for a
+                        // parenthesis that closes none (`Cast(x AS REAL) AS
+                        // REAL)`).
+                        if judged && (NEVER_IN_SQL.contains(&c) || (c == ')' && scopes.len() == 1))
+                        {
+                            return false;
+                        }
                         if c == '(' {
                             let scope = scopes.last_mut().expect("a scope");
                             // A subquery as a FROM source: its columns are unknown.
@@ -1220,6 +1233,24 @@ mod tests {
             verdicts(&["```sql\nSELECT Pi (Pi (Pi (", "Pi"]),
             [true, false]
         );
+    }
+
+    #[test]
+    fn a_parenthesis_that_closes_none_and_signs_sql_lacks_are_refused() {
+        assert_eq!(
+            verdicts(&["```sql\nSELECT CAST(CAST(Age AS REAL)", " AS REAL)", ")"]),
+            [true, true, false]
+        );
+        assert_eq!(
+            verdicts(&["```sql\nSELECT Age", "^", "2", " FROM singer"]),
+            [true, false, true, true]
+        );
+        // Inside a literal or a quoted name they are text.
+        assert_eq!(
+            verdicts(&["```sql\nSELECT Age FROM singer WHERE Name = 'a)^'", ")"]),
+            [true, false]
+        );
+        assert_eq!(verdicts(&["The answer (2^3))"]), [true]);
     }
 
     #[test]
