@@ -241,10 +241,7 @@ impl SchemaVocabulary {
             .iter()
             .any(|(p, _)| matches!(p, Piece::Word(w) if w.eq_ignore_ascii_case("with")));
         // One scope per level of parentheses: the tables its FROM bound.
-        let mut scopes = vec![Scope {
-            query: true,
-            ..Scope::default()
-        }];
+        let mut scopes = vec![Scope::default()];
         for (i, &(piece, at)) in spans.iter().enumerate() {
             let word = match piece {
                 Piece::Word(word) => word,
@@ -263,16 +260,7 @@ impl SchemaVocabulary {
                             let scope = scopes.last_mut().expect("a scope");
                             // A subquery as a FROM source: its columns are unknown.
                             scope.derived |= scope.in_from;
-                            let cast = text[..offset].trim().is_empty()
-                                && i > 0
-                                && matches!(spans[i - 1].0, Piece::Word(w) if w.eq_ignore_ascii_case("cast"));
-                            // In a FROM it holds a subquery or a join.
-                            let query = scope.in_from;
-                            scopes.push(Scope {
-                                cast,
-                                query,
-                                ..Scope::opened_at(at + offset + 1)
-                            });
+                            scopes.push(Scope::opened_at(at + offset + 1));
                         } else if c == ')' && scopes.len() > 1 {
                             if at + offset >= new_from
                                 && self.leaves_names_unbound(&scopes, with_query)
@@ -309,18 +297,10 @@ impl SchemaVocabulary {
             if judged && repeats_enclosing_levels(query, &scopes, end, lower == "select") {
                 return false;
             }
-            if judged && !growing && misplaced_keyword(&lower, &scopes) {
-                return false;
-            }
             let scope = scopes.last_mut().expect("a scope");
             let slot = self.slot(&spans, i, scope.in_from, with_query);
             match lower.as_str() {
-                "select" | "with" => {
-                    *scope = Scope {
-                        query: true,
-                        ..Scope::opened_at(scope.opened_at)
-                    }
-                }
+                "select" => *scope = Scope::opened_at(scope.opened_at),
                 "from" => {
                     scope.from_seen = true;
                     scope.in_from = true;
@@ -625,12 +605,6 @@ struct Scope {
     from_ended: bool,
     /// Schema columns named bare before this level's FROM.
     bare_columns: Vec<String>,
-    /// A query begins at this level (the outermost, or SELECT or WITH
-    /// after its parenthesis), rather than a call's arguments or a group.
-    query: bool,
-    /// Its parenthesis opens `CAST(`, whose `x AS type` is the one AS an
-    /// expression holds.
-    cast: bool,
 }
 
 impl Scope {
@@ -639,19 +613,6 @@ impl Scope {
             opened_at: at,
             ..Scope::default()
         }
-    }
-}
-
-/// Whether `word`, written whole, stands where SQL never has it: AS inside
-/// a call or a group other than CAST's (`SUM(CAST(x AS REAL) AS REAL)`),
-/// or AND and OR among a FROM's tables before any join condition (`FROM t
-/// AND x = 1`).
-fn misplaced_keyword(word: &str, scopes: &[Scope]) -> bool {
-    let scope = scopes.last().expect("a scope");
-    match word {
-        "as" => !scope.query && !scope.cast,
-        "and" | "or" => scope.in_from && !scope.in_on,
-        _ => false,
     }
 }
 
@@ -1290,51 +1251,6 @@ mod tests {
             [true, false]
         );
         assert_eq!(verdicts(&["The answer (2^3))"]), [true]);
-    }
-
-    #[test]
-    fn as_outside_cast_calls_and_and_among_tables_are_refused() {
-        // A word is judged once it ends: AS at the token after it.
-        let sql = "```sql\nSELECT SUM(CAST(Age AS REAL)";
-        assert_eq!(verdicts(&[sql, " AS", " REAL)"]), [true, true, false]);
-        assert_eq!(verdicts(&[sql, " AS", "C)"]), [true, true, true]);
-        // The query's own AS, a subquery's, and CAST's stay free.
-        assert_eq!(
-            verdicts(&[
-                "```sql\nSELECT CAST(Age AS REAL) AS a FROM singer AS s",
-                " WHERE Age IN (SELECT Age AS b FROM singer)"
-            ]),
-            [true, true]
-        );
-        // ASC inside a window's parentheses is no AS.
-        assert_eq!(
-            verdicts(&[
-                "```sql\nSELECT RANK() OVER (ORDER BY Age AS",
-                "C) FROM singer"
-            ]),
-            [true, true]
-        );
-        assert_eq!(
-            verdicts(&["```sql\nSELECT Age FROM singer", " AND", " Age > 1"]),
-            [true, true, false]
-        );
-        // A parenthesised join in a FROM binds its own aliases.
-        assert_eq!(
-            verdicts(&[
-                "```sql\nSELECT s.Age FROM (singer AS",
-                " s JOIN concert AS c)"
-            ]),
-            [true, true]
-        );
-        assert_eq!(
-            verdicts(&[
-                "```sql\nSELECT T1.Age FROM singer AS T1 JOIN concert AS T2 ON T1.Singer_ID = T2.concert_ID",
-                " AND",
-                " T1.Age > 1 OR",
-                "DER"
-            ]),
-            [true, true, true, true]
-        );
     }
 
     #[test]
