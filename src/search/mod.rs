@@ -333,13 +333,9 @@ impl Engine {
             .iter()
             .zip(ran)
             .map(|((_, sql, cut), outcome)| match &outcome {
-                Err(e) => cut
-                    .then(|| self.names.end_cut_query(&self.executor, sql))
-                    .flatten()
-                    .or_else(|| {
-                        self.names
-                            .fix_until_it_runs(&self.executor, sql, &e.to_string())
-                    })
+                Err(e) => self
+                    .names
+                    .fix_until_it_runs(&self.executor, sql, &e.to_string(), *cut)
                     .map_or((sql.clone(), outcome), |(fixed, result)| {
                         (fixed, Ok(result))
                     }),

@@ -16,7 +16,7 @@
 //! loop) is refused. What cannot be ruled out yet
 //! is allowed; the name repairs check the whole query afterwards.
 
-use super::sql_text::{pieces, table_aliases, Piece};
+use super::sql_text::{pieces, table_aliases, Piece, CLAUSES_AFTER_FROM};
 use crate::db::Schema;
 use crate::llm::constraint::{Constraint, TextChecker, TextConstraint};
 use crate::llm::LanguageModel;
@@ -289,7 +289,7 @@ impl SchemaVocabulary {
             // before it: refused, the model goes on to join the table
             // that holds the name.
             if judged
-                && FROM_ENDS.contains(&lower.as_str())
+                && CLAUSES_AFTER_FROM.contains(&lower.as_str())
                 && self.leaves_names_unbound(&scopes, with_query)
             {
                 return false;
@@ -309,7 +309,7 @@ impl SchemaVocabulary {
                 w if CLAUSE_ENDS.contains(&w) => {
                     scope.in_from = false;
                     scope.in_on = w == "on";
-                    scope.from_ended |= FROM_ENDS.contains(&w);
+                    scope.from_ended |= CLAUSES_AFTER_FROM.contains(&w);
                 }
                 _ if slot == Slot::Table => {
                     scope.tables.push(lower.clone());
@@ -656,18 +656,6 @@ const MAX_JOINED_FOR_COVER: usize = 4;
 /// The longest qualifier written before its alias is bound that a word
 /// starting no name may be (models write T1, t, emp).
 const LATER_ALIAS_CHARS: usize = 3;
-
-/// Words after which a FROM clause binds no more tables.
-const FROM_ENDS: [&str; 8] = [
-    "where",
-    "group",
-    "order",
-    "having",
-    "limit",
-    "union",
-    "except",
-    "intersect",
-];
 
 /// Words that end a FROM clause or its table list.
 const CLAUSE_ENDS: [&str; 10] = [

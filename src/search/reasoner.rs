@@ -357,14 +357,10 @@ impl Reasoner<'_> {
         let Some(original) = output.sql.clone() else {
             return step;
         };
-        let names = &self.context.names;
-        let ended = if cut {
-            names.end_cut_query(self.executor, &original)
-        } else {
-            None
-        };
         let fixed =
-            ended.or_else(|| names.fix_until_it_runs(self.executor, &original, &error.to_string()));
+            self.context
+                .names
+                .fix_until_it_runs(self.executor, &original, &error.to_string(), cut);
         if let Some((fixed, result)) = fixed {
             let output = step.output.as_mut().expect("checked above");
             output.sql = Some(fixed);

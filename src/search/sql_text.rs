@@ -120,6 +120,19 @@ pub fn columns_under<'a>(sql: &'a str, qualifier: &str) -> Vec<&'a str> {
     columns
 }
 
+/// Words that open a clause after a query's FROM, or another query: a FROM
+/// binds no more tables after them.
+pub(super) const CLAUSES_AFTER_FROM: [&str; 8] = [
+    "where",
+    "group",
+    "order",
+    "having",
+    "limit",
+    "union",
+    "except",
+    "intersect",
+];
+
 /// Words that end a table reference instead of naming its alias.
 const NOT_ALIASES: &[&str] = &[
     "on",

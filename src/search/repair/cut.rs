@@ -6,28 +6,14 @@
 //! group, with the parentheses still open closed. What the model had
 //! written up to there stands; nothing is invented.
 
-use super::super::sql_text::{pieces, Piece};
+use super::super::sql_text::{pieces, Piece, CLAUSES_AFTER_FROM};
 
 /// Ends tried for one query at most, latest first.
 const MAX_ENDS: usize = 24;
 
-/// Words a query can end before: each starts a condition or a clause.
-const BOUNDARY_WORDS: &[&str] = &[
-    "and",
-    "or",
-    "where",
-    "group",
-    "order",
-    "having",
-    "limit",
-    "union",
-    "except",
-    "intersect",
-    "join",
-    "inner",
-    "left",
-    "cross",
-];
+/// Words a query can end before, besides the clauses after a FROM: each
+/// starts a condition or a join.
+const CONDITIONS_AND_JOINS: [&str; 6] = ["and", "or", "join", "inner", "left", "cross"];
 
 /// Whether SQLite's (or the guard's parser's) `error` says the text ended
 /// before the query did, whatever the model meant.
@@ -51,7 +37,10 @@ pub(super) fn endings(sql: &str) -> Vec<String> {
     for piece in pieces(sql) {
         match piece {
             Piece::Word(word) => {
-                let boundary = BOUNDARY_WORDS.iter().any(|b| word.eq_ignore_ascii_case(b));
+                let boundary = CLAUSES_AFTER_FROM
+                    .iter()
+                    .chain(&CONDITIONS_AND_JOINS)
+                    .any(|b| word.eq_ignore_ascii_case(b));
                 if past_from && boundary {
                     ends.push((offset, depth));
                 }
@@ -170,7 +159,9 @@ mod tests {
         let sql = "SELECT SUM(Weight) FROM engine WHERE Engine_ID IN (SELECT Engine_ID \
                    FROM parts WHERE Material = 'Alloy' AND Heat = '";
         let error = executor.query(sql).unwrap_err().to_string();
-        let (ended, result) = names.fix_until_it_runs(&executor, sql, &error).unwrap();
+        let (ended, result) = names
+            .fix_until_it_runs(&executor, sql, &error, false)
+            .unwrap();
         assert!(ended.ends_with("WHERE Material = 'Alloy')"), "{ended}");
         assert_eq!(result.rows[0][0].to_string(), "20");
         // The latest whole query, failing on a misspelt name, is fixed

@@ -356,7 +356,7 @@ mod tests {
         let (_dir, executor, names) = school();
         let sql = "SELECT T1.Name, T2.Course FROM course_arrange AS T1 JOIN course AS T2 ON T1.Course_ID = T2.Course_ID ORDER BY T2.Course";
         let (fixed, result) = names
-            .fix_until_it_runs(&executor, sql, "no such column: T1.Name")
+            .fix_until_it_runs(&executor, sql, "no such column: T1.Name", false)
             .unwrap();
         assert_eq!(
             fixed,
@@ -371,7 +371,7 @@ mod tests {
         // course_arrange is also read in the subquery; T2 names the outer one.
         let sql = "SELECT T2.Name FROM course AS T1 JOIN course_arrange AS T2 ON T1.Course_ID = T2.Course_ID WHERE T2.Grade NOT IN (SELECT Grade FROM course_arrange WHERE Grade < 2)";
         let (fixed, result) = names
-            .fix_until_it_runs(&executor, sql, "no such column: T2.Name")
+            .fix_until_it_runs(&executor, sql, "no such column: T2.Name", false)
             .unwrap();
         assert_eq!(
             fixed,
@@ -382,7 +382,7 @@ mod tests {
         // the query's own tables.
         let sql = "SELECT T1.Course FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID";
         let (fixed, _) = names
-            .fix_until_it_runs(&executor, sql, "no such column: T1.Course")
+            .fix_until_it_runs(&executor, sql, "no such column: T1.Course", false)
             .unwrap();
         assert!(
             fixed.ends_with("JOIN course ON T1.Course_ID = course.Course_ID"),
@@ -440,7 +440,7 @@ mod tests {
         let names = SchemaNames::of(&schema);
         let sql = "SELECT Status FROM WarningRule WHERE RuleName = 'Heavy'";
         let (fixed, result) = names
-            .fix_until_it_runs(&executor, sql, "no such column: Status")
+            .fix_until_it_runs(&executor, sql, "no such column: Status", false)
             .unwrap();
         assert_eq!(
             fixed,
@@ -454,7 +454,7 @@ mod tests {
         let (_dir, executor, names) = school();
         let sql = "SELECT Course FROM course WHERE Course_ID IN (SELECT Course_ID FROM course_arrange WHERE Name = 'Joe')";
         let (fixed, result) = names
-            .fix_until_it_runs(&executor, sql, "no such column: Name")
+            .fix_until_it_runs(&executor, sql, "no such column: Name", false)
             .unwrap();
         assert_eq!(
             fixed,
@@ -470,7 +470,7 @@ mod tests {
         // the join makes `Teacher_ID` ambiguous in the outer query only.
         let sql = "SELECT Name FROM course_arrange WHERE Grade > 1 AND Teacher_ID IN (SELECT Teacher_ID FROM teacher WHERE Room = 'C')";
         let (fixed, result) = names
-            .fix_until_it_runs(&executor, sql, "no such column: Name")
+            .fix_until_it_runs(&executor, sql, "no such column: Name", false)
             .unwrap();
         assert_eq!(
             fixed,
@@ -484,7 +484,9 @@ mod tests {
         let (_dir, executor, names) = school();
         let sql = "SELECT T1.Grade FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID WHERE T2 Name = 'Joe'";
         let error = executor.query(sql).unwrap_err().to_string();
-        let (fixed, _) = names.fix_until_it_runs(&executor, sql, &error).unwrap();
+        let (fixed, _) = names
+            .fix_until_it_runs(&executor, sql, &error, false)
+            .unwrap();
         assert_eq!(
             fixed,
             "SELECT T1.Grade FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID WHERE T2.Name = 'Joe'"
@@ -504,7 +506,7 @@ mod tests {
         // course reaches teacher only through course_arrange.
         let sql = "SELECT Name FROM course WHERE Course = 'Math'";
         let (fixed, result) = names
-            .fix_until_it_runs(&executor, sql, "no such column: Name")
+            .fix_until_it_runs(&executor, sql, "no such column: Name", false)
             .unwrap();
         assert_eq!(
             fixed,
@@ -518,7 +520,7 @@ mod tests {
         let (_dir, executor, names) = school();
         let sql = "SELECT T2.Name, C.Course FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID";
         let (fixed, result) = names
-            .fix_until_it_runs(&executor, sql, "no such column: C.Course")
+            .fix_until_it_runs(&executor, sql, "no such column: C.Course", false)
             .unwrap();
         assert_eq!(
             fixed,
@@ -561,7 +563,9 @@ mod tests {
         let (_dir, executor, names) = school();
         let sql = "SELECT Teacher_ID FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID";
         let error = executor.query(sql).unwrap_err().to_string();
-        let (fixed, _) = names.fix_until_it_runs(&executor, sql, &error).unwrap();
+        let (fixed, _) = names
+            .fix_until_it_runs(&executor, sql, &error, false)
+            .unwrap();
         assert_eq!(
             fixed,
             "SELECT T1.Teacher_ID FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID"

@@ -350,7 +350,7 @@ impl SchemaNames {
     /// that ran (else `sql`) and its outcome.
     pub fn query_or_fix(&self, executor: &Executor, sql: &str) -> (String, QueryOutcome) {
         match executor.query(sql) {
-            Err(e) => match self.fix_until_it_runs(executor, sql, &e.to_string()) {
+            Err(e) => match self.fix_until_it_runs(executor, sql, &e.to_string(), false) {
                 Some((fixed, result)) => (fixed, Ok(result)),
                 None => (sql.to_string(), Err(e)),
             },
@@ -361,15 +361,22 @@ impl SchemaNames {
     /// `sql`, which failed with `error`, fixed until it runs (a chain of at
     /// most [`MAX_FIXES`] fixes, trying the alternatives of each step in
     /// order, [`MAX_TRIES`] executions in all), and its result; None when
-    /// no chain runs.
+    /// no chain runs. A text the model was `cut` off in is first ended where
+    /// it last could be (`end_cut_query`); one SQLite says ended too soon
+    /// is only ended so.
     pub fn fix_until_it_runs(
         &self,
         executor: &Executor,
         sql: &str,
         error: &str,
+        cut: bool,
     ) -> Option<(String, Arc<QueryResult>)> {
-        if cut::ended_too_soon(error) {
-            return self.end_cut_query(executor, sql);
+        let too_soon = cut::ended_too_soon(error);
+        if cut || too_soon {
+            let ended = self.end_cut_query(executor, sql);
+            if ended.is_some() || too_soon {
+                return ended;
+            }
         }
         let mut tried = HashSet::from([sql.to_string()]);
         self.fix_chain(executor, sql, error, MAX_FIXES, &mut tried)
@@ -381,11 +388,7 @@ impl SchemaNames {
     /// fails on a name is fixed as any failed query is, before shorter ends
     /// (which only filter less) are tried. None when nothing runs, or when an
     /// end runs out of time or memory.
-    pub fn end_cut_query(
-        &self,
-        executor: &Executor,
-        sql: &str,
-    ) -> Option<(String, Arc<QueryResult>)> {
+    fn end_cut_query(&self, executor: &Executor, sql: &str) -> Option<(String, Arc<QueryResult>)> {
         let mut fixed_one = false;
         for ended in cut::endings(sql) {
             let error = match executor.query(&ended) {
