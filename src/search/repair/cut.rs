@@ -154,6 +154,21 @@ mod tests {
             "SELECT COUNT(*) FROM parts AS T1 WHERE T1.Heat = 'Tempered'"
         );
         assert_eq!(result.rows[0][0].to_string(), "1");
+        // Through the one entry for failed queries, only when told the text
+        // was cut: `T1` alone reads to SQLite as a missing column.
+        let error = executor.query(sql).unwrap_err().to_string();
+        let (ended, _) = names
+            .fix_until_it_runs(&executor, sql, &error, true)
+            .unwrap();
+        assert_eq!(
+            ended,
+            "SELECT COUNT(*) FROM parts AS T1 WHERE T1.Heat = 'Tempered'"
+        );
+        let fixed = names.fix_until_it_runs(&executor, sql, &error, false);
+        assert!(
+            fixed.as_ref().is_none_or(|(sql, _)| *sql != ended),
+            "{fixed:?}"
+        );
         // SQLite's own verdict on an unfinished text routes the repair
         // there without being told the text was cut.
         let sql = "SELECT SUM(Weight) FROM engine WHERE Engine_ID IN (SELECT Engine_ID \
