@@ -366,6 +366,23 @@ mod tests {
     }
 
     #[test]
+    fn a_query_with_each_column_under_the_wrong_name_is_fixed_one_by_one() {
+        let (_dir, executor, names) = school();
+        // Four fixes: two columns moved across the join, one reached by
+        // joining its table, one misspelt.
+        let sql = "SELECT T1.Course, T2.Grade, T1.Name FROM course_arrange AS T1 JOIN course AS T2 ON T1.Course_ID = T2.Course_ID WHERE T2.Cours <> 'Art'";
+        let error = executor.query(sql).unwrap_err().to_string();
+        let (fixed, result) = names
+            .fix_until_it_runs(&executor, sql, &error, false)
+            .unwrap();
+        assert_eq!(
+            fixed,
+            "SELECT T2.Course, T1.Grade, teacher.Name FROM course_arrange AS T1 JOIN course AS T2 ON T1.Course_ID = T2.Course_ID JOIN teacher ON T1.Teacher_ID = teacher.Teacher_ID WHERE T2.Course <> 'Art'"
+        );
+        assert_eq!(result.rows.len(), 1);
+    }
+
+    #[test]
     fn the_qualifier_written_says_where_the_join_goes() {
         let (_dir, executor, names) = school();
         // course_arrange is also read in the subquery; T2 names the outer one.

@@ -10,12 +10,14 @@
 //! (`grouping`). A missing column no fix finds is written again by the
 //! model from just before it, among the query's own tables' columns
 //! (`redecode`). A query whose text ended too soon is ended where it last
-//! could be (`cut`).
+//! could be (`cut`). A type cast inside another call, or a filter joined
+//! to the FROM clause by AND, is mended (`syntax`).
 
 mod cut;
 mod grouping;
 mod join;
 mod redecode;
+mod syntax;
 
 use super::sql_text::{
     columns_under, dot_between, join_split_name, name_in_query, outer_table_aliases, pieces,
@@ -36,10 +38,11 @@ const MAX_CHARS: usize = 320;
 /// Least edit-distance similarity (1 - distance / longer length) for a name
 /// to replace a missing one without asking: one typo in a 4-letter name.
 const MIN_FIX_SIMILARITY: f64 = 0.7;
-/// Fixes chained on one query at most.
-const MAX_FIXES: usize = 3;
+/// Fixes chained on one query at most: a query whose columns went to the
+/// wrong aliases needs one fix per column (seven in a LogicCat sample).
+const MAX_FIXES: usize = 8;
 /// Fixed queries executed for one failed query at most.
-const MAX_TRIES: usize = 6;
+const MAX_TRIES: usize = 10;
 
 /// The names a failed column reference can see, and whether they are the
 /// outer query's alone.
@@ -157,7 +160,9 @@ impl SchemaNames {
     /// one-table query pointed at the one other table that has the column,
     /// the table holding the column joined along a foreign key, an
     /// ambiguous column qualified, a query that orders or filters by an
-    /// aggregate without grouping grouped. Empty when there is no such fix.
+    /// aggregate without grouping grouped, a syntax slip mended (a dot or
+    /// a name broken apart, a cast inside another call, AND for WHERE).
+    /// Empty when there is no such fix.
     pub fn fixes(&self, error: &str, sql: &str) -> Vec<String> {
         if let Some(name) = after(error, "no such column:") {
             self.column_fixes(name, sql)
@@ -175,6 +180,7 @@ impl SchemaNames {
             self.restore_dot(sql, word)
                 .into_iter()
                 .chain(self.join_split_name(sql, word))
+                .chain(syntax::fix_near(sql, word))
                 .collect()
         } else {
             Vec::new()
