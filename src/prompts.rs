@@ -30,10 +30,14 @@ pub const FEEDBACK_EMPTY: Template = Template {
     text: include_str!("../prompts/feedback_empty.user.txt"),
 };
 
+/// The reviewer's frame: the question is scored as the reply to it.
+pub const REVIEW_SYSTEM: Template = Template {
+    name: "review.system",
+    text: include_str!("../prompts/review.system.txt"),
+};
+
 /// The reviewer's request: the schema, the hint and one query, asking for
-/// the question (scored, not generated). It follows the query writers'
-/// system message and opens as their request does, so the schema's states
-/// computed for writing are reused for every review.
+/// the question (scored, not generated).
 pub const REVIEW_USER: Template = Template {
     name: "review.user",
     text: include_str!("../prompts/review.user.txt"),

@@ -7,7 +7,7 @@
 
 use crate::error::Result;
 use crate::llm::{ChatMessage, LanguageModel, Prompt, Usage};
-use crate::prompts::{REVIEW_USER, SQL_GENERATION_SYSTEM};
+use crate::prompts::{REVIEW_SYSTEM, REVIEW_USER};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -48,11 +48,11 @@ pub fn review(
     let mut records = Vec::with_capacity(queries.len());
     for &sql in queries {
         let prompt = Prompt::Chat(vec![
-            ChatMessage::new("system", SQL_GENERATION_SYSTEM.render(&[])),
+            ChatMessage::new("system", REVIEW_SYSTEM.render(&[])),
             ChatMessage::new(
                 "user",
                 REVIEW_USER.render(&[
-                    ("schema", asked.schema),
+                    ("schema", asked.schema.trim_end()),
                     ("hint", hint.as_str()),
                     ("sql", sql),
                 ]),
