@@ -82,9 +82,9 @@ impl PrefixCache {
 
     /// The cached states sharing the longest usable prefix with `tokens`
     /// (at most `max_len` positions): the current question's entries as
-    /// far as they match, earlier ones up to their last whole aligned block
-    /// and only where the current question's best match would go on in
-    /// aligned blocks from an exact start anyway.
+    /// far as they match (past the first block of a longer prompt), earlier ones up to their last
+    /// whole aligned block and only where the current question's best match
+    /// would go on in aligned blocks from an exact start anyway.
     pub fn lookup(&mut self, tokens: &[u32], max_len: usize) -> Option<Hit> {
         self.clock += 1;
         let block = self.block;
@@ -107,7 +107,13 @@ impl PrefixCache {
                 .max_by_key(|&(i, shared)| (shared, self.entries[i].last_used))
                 .filter(|&(_, shared)| shared > 0)
         };
-        let current = best(true);
+        // A match of this question's own that ends inside the first block
+        // of a longer prompt (prompts whose system messages open alike)
+        // saves little, and computing on from it would bar an earlier
+        // question's longer exact match (the same prompt's schema asked
+        // for another question): it is left aside. That depends on the
+        // prompt alone, so a first question computes what a later one does.
+        let current = best(true).filter(|&(_, shared)| shared >= block || max_len < block);
         let current_is_exact =
             current.is_none_or(|(i, shared)| starts_exactly(shared, self.entries[i].exact, block));
         let chosen = match (current, best(false)) {
@@ -251,5 +257,23 @@ mod tests {
         cache.insert(vec![0, 1, 2, 3, 98], snapshot(5), 4);
         let hit = cache.lookup(&prompt, 11).unwrap();
         assert_eq!((hit.shared, hit.exact), (8, 8));
+    }
+
+    #[test]
+    fn a_match_of_this_question_shorter_than_a_block_leaves_room_for_an_earlier_one() {
+        let mut cache = PrefixCache::new(1 << 20, 4);
+        // An earlier question's prompt, another system message's this one's.
+        let review: Vec<u32> = vec![1, 2, 3, 4, 5, 6, 7, 8, 9];
+        cache.insert(review.clone(), snapshot(9), 8);
+        cache.new_epoch();
+        cache.insert(vec![1, 2, 70, 71, 72, 73], snapshot(6), 4);
+        let hit = cache.lookup(&review, 8).unwrap();
+        assert_eq!((hit.shared, hit.exact), (8, 8));
+        // Alone, the short match is not used either; a prompt that ends
+        // inside the first block uses it.
+        let mut cache = PrefixCache::new(1 << 20, 4);
+        cache.insert(vec![1, 2, 70, 71, 72, 73], snapshot(6), 4);
+        assert!(cache.lookup(&review, 8).is_none());
+        assert_eq!(cache.lookup(&[1, 2, 70, 80], 3).unwrap().shared, 3);
     }
 }
