@@ -5,7 +5,7 @@
 //! with AND instead of WHERE (`FROM t AND x = 1`). SQLite reports both as
 //! a syntax error near the word, so each fix runs only for its word.
 
-use super::super::sql_text::{pieces, Piece};
+use super::super::sql_text::{pieces, Piece, CLAUSES_AFTER_FROM};
 
 /// Type names a cast converts to, as SQLite and the models write them.
 const TYPE_NAMES: &[&str] = &[
@@ -20,21 +20,9 @@ const NOT_CALLS: &[&str] = &[
     "over", "using", "then", "else", "when", "case", "by", "having", "is",
 ];
 
-/// Words that end a FROM clause's list of tables.
-const AFTER_TABLES: &[&str] = &[
-    "where",
-    "on",
-    "using",
-    "group",
-    "order",
-    "having",
-    "limit",
-    "union",
-    "except",
-    "intersect",
-    "window",
-    "select",
-];
+/// Words besides the clauses after a FROM that end its list of tables:
+/// join conditions, and a subquery's own SELECT.
+const ALSO_AFTER_TABLES: [&str; 4] = ["on", "using", "window", "select"];
 
 /// `sql` fixed for SQLite's syntax error near `word`, when it is one of
 /// the slips this module knows.
@@ -149,7 +137,12 @@ fn where_for_and(sql: &str) -> Option<String> {
                 }
             }
             Piece::Word(w) if w.eq_ignore_ascii_case("from") => listing.push(depth),
-            Piece::Word(w) if AFTER_TABLES.iter().any(|k| w.eq_ignore_ascii_case(k)) => {
+            Piece::Word(w)
+                if CLAUSES_AFTER_FROM
+                    .iter()
+                    .chain(&ALSO_AFTER_TABLES)
+                    .any(|k| w.eq_ignore_ascii_case(k)) =>
+            {
                 listing.retain(|&d| d != depth);
             }
             Piece::Word(w)
