@@ -292,8 +292,15 @@ impl LocalModel {
         } = self.prefill(&ids, total).map_err(inference)?;
         // Prompts scored one after another often differ only at their end
         // (one query each after one schema): keeping each would crowd out
-        // the prefixes other prompts share, so only a mostly new one is kept.
-        if cached < ids.len() / 2 {
+        // the prefixes other prompts share, so only one mostly new to this
+        // question is kept (the first, even when an earlier question's
+        // states served most of it).
+        let held = self
+            .prefix_cache
+            .lock()
+            .expect("prefix cache lock")
+            .held_for_this_question(&ids);
+        if held < ids.len() / 2 {
             self.remember(&ids, &cache, exact).map_err(inference)?;
         }
         let mut log_prob = log_prob_of(&row_logits(&last_logits, 0).map_err(inference)?, first);

@@ -132,6 +132,17 @@ impl PrefixCache {
         })
     }
 
+    /// The most leading positions of `tokens` an entry of the current
+    /// question holds.
+    pub fn held_for_this_question(&self, tokens: &[u32]) -> usize {
+        self.entries
+            .iter()
+            .filter(|e| e.epoch == self.epoch)
+            .map(|e| common_prefix(&e.tokens, tokens))
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Whether an entry of the current question already holds the states
     /// of all of `tokens`.
     pub fn covers(&self, tokens: &[u32]) -> bool {
@@ -275,5 +286,8 @@ mod tests {
         cache.insert(vec![1, 2, 70, 71, 72, 73], snapshot(6), 4);
         assert!(cache.lookup(&review, 8).is_none());
         assert_eq!(cache.lookup(&[1, 2, 70, 80], 3).unwrap().shared, 3);
+        assert_eq!(cache.held_for_this_question(&[1, 2, 70, 80]), 3);
+        cache.new_epoch();
+        assert_eq!(cache.held_for_this_question(&[1, 2, 70, 80]), 0);
     }
 }
