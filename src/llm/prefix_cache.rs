@@ -82,9 +82,10 @@ impl PrefixCache {
 
     /// The cached states sharing the longest usable prefix with `tokens`
     /// (at most `max_len` positions): the current question's entries as
-    /// far as they match (past the first block of a longer prompt), earlier ones up to their last
-    /// whole aligned block and only where the current question's best match
-    /// would go on in aligned blocks from an exact start anyway.
+    /// far as they match (past the first block of a longer prompt), earlier
+    /// ones up to their last whole aligned block and only where the current
+    /// question's best match would go on in aligned blocks from an exact
+    /// start anyway.
     pub fn lookup(&mut self, tokens: &[u32], max_len: usize) -> Option<Hit> {
         self.clock += 1;
         let block = self.block;
@@ -146,9 +147,7 @@ impl PrefixCache {
     /// Whether an entry of the current question already holds the states
     /// of all of `tokens`.
     pub fn covers(&self, tokens: &[u32]) -> bool {
-        self.entries
-            .iter()
-            .any(|e| e.epoch == self.epoch && e.tokens.starts_with(tokens))
+        self.held_for_this_question(tokens) == tokens.len()
     }
 
     /// Keeps the states of `tokens`, of which the first `exact` positions

@@ -54,7 +54,7 @@ pub(super) fn pieces(sql: &str) -> Vec<Piece<'_>> {
     out
 }
 
-fn join(pieces: &[Piece<'_>]) -> String {
+pub(super) fn join(pieces: &[Piece<'_>]) -> String {
     pieces
         .iter()
         .map(|p| match p {

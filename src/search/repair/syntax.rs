@@ -5,7 +5,7 @@
 //! with AND instead of WHERE (`FROM t AND x = 1`). SQLite reports both as
 //! a syntax error near the word, so each fix runs only for its word.
 
-use super::super::sql_text::{pieces, Piece, CLAUSES_AFTER_FROM};
+use super::super::sql_text::{join, pieces, Piece, CLAUSES_AFTER_FROM};
 
 /// Type names a cast converts to, as SQLite and the models write them.
 const TYPE_NAMES: &[&str] = &[
@@ -149,14 +149,9 @@ fn where_for_and(sql: &str) -> Option<String> {
                 if (w.eq_ignore_ascii_case("and") || w.eq_ignore_ascii_case("or"))
                     && listing.last() == Some(&depth) =>
             {
-                let mut fixed = String::with_capacity(sql.len() + 2);
-                for (j, p) in pieces.iter().enumerate() {
-                    fixed.push_str(match (j == i, p) {
-                        (true, _) => "WHERE",
-                        (false, Piece::Word(t) | Piece::Other(t)) => t,
-                    });
-                }
-                return Some(fixed);
+                let mut fixed = pieces.clone();
+                fixed[i] = Piece::Word("WHERE");
+                return Some(join(&fixed));
             }
             _ => {}
         }
