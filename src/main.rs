@@ -268,11 +268,12 @@ struct SourceArgs {
     #[arg(long, conflicts_with = "kg")]
     table: Vec<PathBuf>,
     /// Knowledge-graph triples (`head|relation|tail` or tab-separated lines):
-    /// the subgraph around --topic becomes one table per relation.
-    #[arg(long, requires = "topic")]
+    /// the subgraph around the topics becomes one table per relation.
+    #[arg(long)]
     kg: Option<PathBuf>,
     /// An entity the question is about (repeatable), matched to the graph's
-    /// names by spelling.
+    /// names by spelling; without it, `search` takes the entities the
+    /// question names.
     #[arg(long, requires = "kg")]
     topic: Vec<String>,
     /// How far from the topics the graph is kept, in edges.
@@ -282,15 +283,31 @@ struct SourceArgs {
 
 impl SourceArgs {
     /// The SQLite file to read: the --db file, checked, or the one built
-    /// from the tables or the graph.
-    fn database(&self) -> Result<PathBuf> {
+    /// from the tables or the graph (around the topics `question` names
+    /// when no --topic is given).
+    fn database(&self, question: Option<&str>) -> Result<PathBuf> {
         match (&self.db, &self.kg) {
             (Some(db), _) => {
                 iesr::db::open::open_read_only(db)?;
                 Ok(db.clone())
             }
-            (None, Some(kg)) => iesr::sources::graph::Graph::open(kg)?
-                .subgraph_database(&self.topic, usize::from(self.hops)),
+            (None, Some(kg)) => {
+                let graph = iesr::sources::graph::Graph::open(kg)?;
+                let topics =
+                    match (self.topic.is_empty(), question) {
+                        (false, _) => self.topic.clone(),
+                        (true, Some(question)) => {
+                            let topics = graph.topics_in(question)?;
+                            eprintln!("topics: {}", topics.join(", "));
+                            topics
+                        }
+                        (true, None) => return Err(Error::InvalidArgument(
+                            "--kg needs --topic ENTITY here: there is no question to find it in"
+                                .into(),
+                        )),
+                    };
+                graph.subgraph_database(&topics, usize::from(self.hops))
+            }
             (None, None) => iesr::sources::database_for_tables(&self.table),
         }
     }
@@ -898,7 +915,7 @@ fn search(args: SearchArgs) -> Result<()> {
         .method
         .config(spec.gpu_class(), answering_method(&spec))?;
     // A bad database path or table file should not wait for a model to load.
-    let db = args.source.database()?;
+    let db = args.source.database(Some(&args.question))?;
     let variant = config.variant().label();
     // A first run's pull draws its own progress bar, before the spinner.
     spec.prepare(&mut pull_reporter())?;
@@ -1018,7 +1035,7 @@ fn run(command: Command) -> Result<()> {
             max_chars,
             json,
         } => {
-            let schema = Schema::load(&source.database()?, &IntrospectOptions::default())?;
+            let schema = Schema::load(&source.database(None)?, &IntrospectOptions::default())?;
             if json {
                 output::print_json(&schema)
             } else {
@@ -1041,7 +1058,7 @@ fn run(command: Command) -> Result<()> {
                 max_memory_bytes,
                 ..ExecConfig::default()
             };
-            let result = Executor::open(&source.database()?, config)?.query(&sql)?;
+            let result = Executor::open(&source.database(None)?, config)?.query(&sql)?;
             output::print(json, &*result, output::result_table)
         }
         Command::Eval {

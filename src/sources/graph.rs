@@ -12,13 +12,13 @@ use super::sqlite_file::{self, Overwrite};
 use super::store::identifier;
 use crate::error::{Error, Result};
 use crate::llm::card::iesr_home;
-use rusqlite::{params, Connection, OpenFlags};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
 /// Bumped whenever the stores or subgraph tables built from the same file
 /// would differ.
-const FORMAT: &str = "iesr-graph-1";
+const FORMAT: &str = "iesr-graph-2";
 
 /// A node with more edges than this is reached but not expanded: a year or
 /// a language links to thousands of entities no question walks through.
@@ -41,7 +41,8 @@ impl Graph {
         Self::open_in(file, &iesr_home().join("graphs"))
     }
 
-    fn open_in(file: &Path, dir: &Path) -> Result<Graph> {
+    /// The store of `file`, kept in `dir`.
+    pub fn open_in(file: &Path, dir: &Path) -> Result<Graph> {
         let key = super::content_key(FORMAT, &[file.to_path_buf()])?;
         let store = dir.join(format!("{key:032x}.sqlite"));
         if !store.is_file() {
@@ -64,24 +65,11 @@ impl Graph {
     /// (Jaccard similarity, which MinHash estimates; exact here, as one
     /// pass over the names is fast enough).
     pub fn link(&self, topic: &str) -> Result<String> {
-        let exact: Option<String> = self
-            .conn
-            .query_row(
-                "SELECT head FROM triples WHERE head = ?1 UNION SELECT tail FROM triples WHERE tail = ?1 LIMIT 1",
-                [topic],
-                |r| r.get(0),
-            )
-            .ok();
-        if let Some(name) = exact {
+        if let Some(name) = self.named(topic)? {
             return Ok(name);
         }
-        let names = self.names()?;
-        let lower = topic.to_lowercase();
-        if let Some(name) = names.iter().find(|n| n.to_lowercase() == lower) {
-            return Ok(name.clone());
-        }
-        let wanted = trigrams(&lower);
-        names
+        let wanted = trigrams(&topic.to_lowercase());
+        self.names()?
             .iter()
             .map(|n| (jaccard(&wanted, &trigrams(&n.to_lowercase())), n))
             .filter(|(score, _)| *score > 0.0)
@@ -94,10 +82,39 @@ impl Graph {
             })
     }
 
+    /// The nodes `question` names (see `topics::find`), for a question
+    /// asked without `--topic`.
+    pub fn topics_in(&self, question: &str) -> Result<Vec<String>> {
+        let topics = super::topics::find(question, |text| self.named(text))?;
+        if topics.is_empty() {
+            return Err(Error::InvalidArgument(
+                "the question names no entity of the graph; name one with --topic ENTITY".into(),
+            ));
+        }
+        Ok(topics)
+    }
+
+    /// The node named `text` exactly, else ignoring case.
+    fn named(&self, text: &str) -> Result<Option<String>> {
+        let find = |sql: &str, key: &str| {
+            self.conn
+                .query_row(sql, [key], |r| r.get(0))
+                .optional()
+                .map_err(|e| store_error(&self.store, e))
+        };
+        if let Some(name) = find("SELECT name FROM names WHERE name = ?1", text)? {
+            return Ok(Some(name));
+        }
+        find(
+            "SELECT name FROM names WHERE folded = ?1 ORDER BY name LIMIT 1",
+            &text.to_lowercase(),
+        )
+    }
+
     fn names(&self) -> Result<Vec<String>> {
         let mut statement = self
             .conn
-            .prepare("SELECT head FROM triples UNION SELECT tail FROM triples")
+            .prepare("SELECT name FROM names")
             .map_err(|e| store_error(&self.store, e))?;
         let names = statement
             .query_map([], |r| r.get(0))
@@ -222,15 +239,25 @@ fn store_error(path: &Path, error: rusqlite::Error) -> Error {
     }
 }
 
+/// The triples, indexed by head and tail, and every node's name with its
+/// lowercase form (folded here, as SQLite's lower() folds ASCII only).
 fn write_store(triples: &[Triple], path: &Path) -> Result<()> {
     sqlite_file::write_new(path, Overwrite::Replace, |conn| {
-        conn.execute_batch("CREATE TABLE triples (head TEXT, relation TEXT, tail TEXT)")?;
+        conn.execute_batch(
+            "CREATE TABLE triples (head TEXT, relation TEXT, tail TEXT);
+             CREATE TABLE names (name TEXT PRIMARY KEY, folded TEXT) WITHOUT ROWID;",
+        )?;
         let mut insert = conn.prepare("INSERT INTO triples VALUES (?1, ?2, ?3)")?;
+        let mut name = conn.prepare("INSERT OR IGNORE INTO names VALUES (?1, ?2)")?;
         for t in triples {
             insert.execute(params![t.head, t.relation, t.tail])?;
+            for node in [&t.head, &t.tail] {
+                name.execute(params![node, node.to_lowercase()])?;
+            }
         }
         conn.execute_batch(
-            "CREATE INDEX triples_head ON triples(head); CREATE INDEX triples_tail ON triples(tail);",
+            "CREATE INDEX triples_head ON triples(head); CREATE INDEX triples_tail ON triples(tail);
+             CREATE INDEX names_folded ON names(folded);",
         )
     })
 }
@@ -337,6 +364,27 @@ Ronin|starred_actors|Robert De Niro
         assert_eq!(graph.link("Heat").unwrap(), "Heat");
         assert_eq!(graph.link("michael mann").unwrap(), "Michael Mann");
         assert_eq!(graph.link("Robert DeNiro").unwrap(), "Robert De Niro");
+    }
+
+    #[test]
+    fn a_question_names_its_topics_in_any_case() {
+        let dir = tempfile::tempdir().unwrap();
+        let graph = graph(&dir, FILMS).unwrap();
+        assert_eq!(
+            graph
+                .topics_in("who acted in films directed by michael mann?")
+                .unwrap(),
+            ["Michael Mann"]
+        );
+        assert_eq!(
+            graph.topics_in("Did Al Pacino act in Top Gun").unwrap(),
+            ["Al Pacino", "Top Gun"]
+        );
+        let error = graph
+            .topics_in("who won the race?")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("--topic"), "{error}");
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod names;
 mod read;
 mod sqlite_file;
 mod store;
+mod topics;
 
 use crate::error::{Error, Result};
 use crate::llm::card::iesr_home;
