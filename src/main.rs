@@ -111,8 +111,18 @@ enum Command {
     /// reads them.
     Import {
         /// Table file (repeatable): each becomes a table named after its file.
-        #[arg(long, required = true)]
+        #[arg(long, required_unless_present = "kg", conflicts_with = "kg")]
         table: Vec<PathBuf>,
+        /// Knowledge-graph triples: the subgraph around --topic becomes one
+        /// table per relation.
+        #[arg(long, requires = "topic")]
+        kg: Option<PathBuf>,
+        /// An entity the subgraph is cut around (repeatable).
+        #[arg(long, requires = "kg")]
+        topic: Vec<String>,
+        /// How far from the topics the graph is kept, in edges.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=4))]
+        hops: u8,
         /// The new SQLite file (an existing file is never replaced).
         #[arg(long)]
         out: PathBuf,
@@ -1132,9 +1142,22 @@ fn run(command: Command) -> Result<()> {
             }
         },
         Command::Search(args) => search(args),
-        Command::Import { table, out } => {
-            iesr::sources::import_tables(&table, &out)?;
-            eprintln!("wrote {} table(s) to {}", table.len(), out.display());
+        Command::Import {
+            table,
+            kg,
+            topic,
+            hops,
+            out,
+        } => {
+            match kg {
+                Some(kg) => iesr::sources::graph::Graph::open(&kg)?.import_subgraph(
+                    &topic,
+                    usize::from(hops),
+                    &out,
+                )?,
+                None => iesr::sources::import_tables(&table, &out)?,
+            }
+            eprintln!("wrote {}", out.display());
             Ok(())
         }
         Command::Bench(args) => bench(args),

@@ -194,6 +194,40 @@ fn a_graph_becomes_relation_tables_that_join_on_their_entities() {
 }
 
 #[test]
+fn import_writes_a_subgraph_as_the_tables_a_question_would_see() {
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("coppola.sqlite");
+    let import = || {
+        iesr(home.path())
+            .args(["import", "--topic", "Sofia Coppola", "--kg"])
+            .arg(demo_graph())
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    assert!(import().status.success());
+    let query = "SELECT count(*), count(DISTINCT entity) FROM release_year";
+    let imported = json_output(
+        iesr(home.path())
+            .args(["sql", "--json", "--db"])
+            .arg(&out)
+            .arg(query),
+    );
+    let cut = json_output(
+        iesr(home.path())
+            .args(["sql", "--json", "--topic", "Sofia Coppola", "--kg"])
+            .arg(demo_graph())
+            .arg(query),
+    );
+    assert_eq!(imported["rows"], cut["rows"]);
+    assert!(imported["rows"][0][0].as_i64().unwrap() > 0);
+    let again = import();
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+}
+
+#[test]
 fn a_graph_query_without_a_question_or_topic_asks_for_the_topic() {
     let home = tempfile::tempdir().unwrap();
     let output = iesr(home.path())

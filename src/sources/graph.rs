@@ -170,7 +170,7 @@ impl Graph {
     /// The cached database of the subgraph around `topics` (linked), one
     /// table per relation.
     pub fn subgraph_database(&self, topics: &[String], hops: usize) -> Result<PathBuf> {
-        let linked: Vec<String> = topics.iter().map(|t| self.link(t)).collect::<Result<_>>()?;
+        let linked = self.link_all(topics)?;
         let mut hasher = xxhash_rust::xxh3::Xxh3::new();
         hasher.update(&self.key.to_le_bytes());
         hasher.update(&(hops as u64).to_le_bytes());
@@ -183,9 +183,21 @@ impl Graph {
         if !path.is_file() {
             let triples = self.subgraph(&linked, hops)?;
             std::fs::create_dir_all(&dir).map_err(|e| Error::write(&dir, e))?;
-            write_relation_tables(&triples, &path)?;
+            write_relation_tables(&triples, &path, Overwrite::Replace)?;
         }
         Ok(path)
+    }
+
+    /// Writes the subgraph's tables to a new SQLite file at `out`, for
+    /// users who want to keep them; an existing file is left as it is.
+    pub fn import_subgraph(&self, topics: &[String], hops: usize, out: &Path) -> Result<()> {
+        super::refuse_existing(out)?;
+        let triples = self.subgraph(&self.link_all(topics)?, hops)?;
+        write_relation_tables(&triples, out, Overwrite::Refuse)
+    }
+
+    fn link_all(&self, topics: &[String]) -> Result<Vec<String>> {
+        topics.iter().map(|t| self.link(t)).collect()
     }
 }
 
@@ -266,7 +278,7 @@ fn write_store(triples: &[Triple], path: &Path) -> Result<()> {
 /// (the object). A column is declared a foreign key of every other table
 /// whose subjects it shares (the largest first, which the schema shows), so
 /// that joins are visible to the model and to the join repair.
-fn write_relation_tables(triples: &[Triple], path: &Path) -> Result<()> {
+fn write_relation_tables(triples: &[Triple], path: &Path, overwrite: Overwrite) -> Result<()> {
     let mut by_relation: BTreeMap<String, Vec<&Triple>> = BTreeMap::new();
     for t in triples {
         by_relation
@@ -297,7 +309,7 @@ fn write_relation_tables(triples: &[Triple], path: &Path) -> Result<()> {
             .filter(|&other| !subjects[other].is_disjoint(values))
             .collect()
     };
-    sqlite_file::write_new(path, Overwrite::Replace, |conn| {
+    sqlite_file::write_new(path, overwrite, |conn| {
         for (name, rows) in &by_relation {
             let column = if name == "entity" { "entity_2" } else { name };
             let objects: HashSet<&str> = rows.iter().map(|t| t.tail.as_str()).collect();

@@ -79,14 +79,20 @@ fn cached_database(
 /// Writes the tables of `files` to a new SQLite file at `out`, for users
 /// who want to keep them; an existing file is left as it is.
 pub fn import_tables(files: &[PathBuf], out: &Path) -> Result<()> {
+    refuse_existing(out)?;
+    let tables = read_all(files)?;
+    store::write_new(&tables, out, Overwrite::Refuse)
+}
+
+/// An import's destination must be new: a user's file is never replaced.
+fn refuse_existing(out: &Path) -> Result<()> {
     if out.exists() {
         return Err(Error::InvalidArgument(format!(
             "{} already exists; name a new file with --out",
             out.display()
         )));
     }
-    let tables = read_all(files)?;
-    store::write_new(&tables, out, Overwrite::Refuse)
+    Ok(())
 }
 
 /// Every file read and named: a table is named after its file, made a
