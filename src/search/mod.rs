@@ -326,9 +326,10 @@ impl Engine {
             .collect();
         let written: Vec<&str> = answered.iter().map(|(_, sql, _)| sql.as_str()).collect();
         let ran = self.executor.query_many(&written);
-        // A query cut off mid-way is ended where it last could be, and a
+        // A query cut off mid-way is ended where it last could be, a
         // misspelt or misplaced name with one clearly right replacement is
-        // fixed, when the result runs, as in the search's steps.
+        // fixed, when the result runs, and a join on columns that never
+        // meet is rejoined, as in the search's steps.
         let (mut sqls, mut outcomes): (Vec<String>, Vec<QueryOutcome>) = answered
             .iter()
             .zip(ran)
@@ -336,6 +337,12 @@ impl Engine {
                 Err(e) => self
                     .names
                     .fix_until_it_runs(&self.executor, sql, &e.to_string(), *cut)
+                    .map_or((sql.clone(), outcome), |(fixed, result)| {
+                        (fixed, Ok(result))
+                    }),
+                Ok(_) if !feedback::has_value(&outcome) => self
+                    .names
+                    .rejoin(&self.executor, sql)
                     .map_or((sql.clone(), outcome), |(fixed, result)| {
                         (fixed, Ok(result))
                     }),

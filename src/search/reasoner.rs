@@ -349,18 +349,23 @@ impl Reasoner<'_> {
     /// The step with its failed query fixed, when the fixed query runs: a
     /// query whose text was `cut` off ended where it last could be, else
     /// misspelt table or column names replaced by the clearly closest real
-    /// ones (`SchemaNames::fix_until_it_runs`).
+    /// ones (`SchemaNames::fix_until_it_runs`); a query that found no value
+    /// with a join on columns that never meet, rejoined
+    /// (`SchemaNames::rejoin`).
     fn fix_names(&self, mut step: Step, cut: bool) -> Step {
-        let (Some(output), Some(Err(error))) = (&step.output, &step.execution) else {
+        let Some(original) = step.output.as_ref().and_then(|o| o.sql.clone()) else {
             return step;
         };
-        let Some(original) = output.sql.clone() else {
-            return step;
+        let names = &self.context.names;
+        let fixed = match &step.execution {
+            Some(Err(error)) => {
+                names.fix_until_it_runs(self.executor, &original, &error.to_string(), cut)
+            }
+            Some(Ok(result)) if !result.digest.has_non_null() => {
+                names.rejoin(self.executor, &original)
+            }
+            _ => None,
         };
-        let fixed =
-            self.context
-                .names
-                .fix_until_it_runs(self.executor, &original, &error.to_string(), cut);
         if let Some((fixed, result)) = fixed {
             let output = step.output.as_mut().expect("checked above");
             output.sql = Some(fixed);

@@ -16,6 +16,7 @@
 mod cut;
 mod grouping;
 mod join;
+mod meeting;
 mod redecode;
 mod syntax;
 
@@ -352,13 +353,18 @@ impl SchemaNames {
         })
     }
 
-    /// `sql` executed and, when it fails, fixed until it runs: the query
-    /// that ran (else `sql`) and its outcome.
+    /// `sql` executed and, when it fails, fixed until it runs, or when it
+    /// finds no value, rejoined (`rejoin`): the query that ran (else `sql`)
+    /// and its outcome.
     pub fn query_or_fix(&self, executor: &Executor, sql: &str) -> (String, QueryOutcome) {
         match executor.query(sql) {
             Err(e) => match self.fix_until_it_runs(executor, sql, &e.to_string(), false) {
                 Some((fixed, result)) => (fixed, Ok(result)),
                 None => (sql.to_string(), Err(e)),
+            },
+            Ok(result) if !result.digest.has_non_null() => match self.rejoin(executor, sql) {
+                Some((fixed, result)) => (fixed, Ok(result)),
+                None => (sql.to_string(), Ok(result)),
             },
             ran => (sql.to_string(), ran),
         }
