@@ -327,15 +327,12 @@ impl SchemaNames {
 #[cfg(test)]
 mod tests {
     use super::key_links;
-    use crate::db::{ExecConfig, Executor, IntrospectOptions, Schema};
+    use crate::db::{ExecConfig, Executor, Schema};
     use crate::search::repair::SchemaNames;
 
     /// Teachers, courses and the table that arranges them, with keys.
     fn school() -> (tempfile::TempDir, Executor, SchemaNames) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("school.sqlite");
-        let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch(
+        crate::search::repair::database_from(
             "CREATE TABLE course (Course_ID INTEGER PRIMARY KEY, Course TEXT, Room TEXT);
              CREATE TABLE teacher (Teacher_ID INTEGER PRIMARY KEY, Name TEXT, Room TEXT);
              CREATE TABLE course_arrange (Course_ID INTEGER REFERENCES course(Course_ID),
@@ -344,11 +341,6 @@ mod tests {
              INSERT INTO teacher VALUES (10, 'Joe', 'C'), (11, 'Ann', 'D');
              INSERT INTO course_arrange VALUES (1, 10, 3), (2, 11, 1);",
         )
-        .unwrap();
-        drop(conn);
-        let schema = Schema::load(&path, &IntrospectOptions::default()).unwrap();
-        let executor = Executor::open(&path, ExecConfig::default()).unwrap();
-        (dir, executor, SchemaNames::of(&schema))
     }
 
     #[test]

@@ -114,24 +114,15 @@ fn meets(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::{ExecConfig, IntrospectOptions, Schema};
 
     /// Films with directors and genres, as a graph's relation tables.
     fn films() -> (tempfile::TempDir, Executor, SchemaNames) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("films.sqlite");
-        let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch(
+        crate::search::repair::database_from(
             "CREATE TABLE directed_by (entity TEXT, directed_by TEXT);
              CREATE TABLE has_genre (entity TEXT, has_genre TEXT);
              INSERT INTO directed_by VALUES ('Heat', 'Michael Mann'), ('Ronin', 'John Frankenheimer');
              INSERT INTO has_genre VALUES ('Heat', 'Crime'), ('Ronin', 'Action');",
         )
-        .unwrap();
-        drop(conn);
-        let schema = Schema::load(&path, &IntrospectOptions::default()).unwrap();
-        let executor = Executor::open(&path, ExecConfig::default()).unwrap();
-        (dir, executor, SchemaNames::of(&schema))
     }
 
     #[test]

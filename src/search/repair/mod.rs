@@ -575,6 +575,21 @@ fn closest<'a>(wanted: &str, names: impl Iterator<Item = (&'a str, String)>) -> 
         .collect()
 }
 
+/// A database made from `statements` in a temporary folder (kept alive
+/// by the guard), with an executor over it and its names, for the repairs'
+/// tests that run queries.
+#[cfg(test)]
+fn database_from(statements: &str) -> (tempfile::TempDir, Executor, SchemaNames) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("test.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(statements).unwrap();
+    drop(conn);
+    let schema = Schema::load(&path, &crate::db::IntrospectOptions::default()).unwrap();
+    let executor = Executor::open(&path, crate::db::ExecConfig::default()).unwrap();
+    (dir, executor, SchemaNames::of(&schema))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
