@@ -333,20 +333,11 @@ impl Engine {
         let (mut sqls, mut outcomes): (Vec<String>, Vec<QueryOutcome>) = answered
             .iter()
             .zip(ran)
-            .map(|((_, sql, cut), outcome)| match &outcome {
-                Err(e) => self
-                    .names
-                    .fix_until_it_runs(&self.executor, sql, &e.to_string(), *cut)
-                    .map_or((sql.clone(), outcome), |(fixed, result)| {
-                        (fixed, Ok(result))
-                    }),
-                Ok(_) if !feedback::has_value(&outcome) => self
-                    .names
-                    .rejoin(&self.executor, sql)
-                    .map_or((sql.clone(), outcome), |(fixed, result)| {
-                        (fixed, Ok(result))
-                    }),
-                Ok(_) => (sql.clone(), outcome),
+            .map(|((_, sql, cut), outcome)| {
+                match self.names.mend(&self.executor, sql, &outcome, *cut) {
+                    Some((fixed, result)) => (fixed, Ok(result)),
+                    None => (sql.clone(), outcome),
+                }
             })
             .unzip();
         if !outcomes.iter().any(feedback::has_value) {

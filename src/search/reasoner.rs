@@ -356,16 +356,11 @@ impl Reasoner<'_> {
         let Some(original) = step.output.as_ref().and_then(|o| o.sql.clone()) else {
             return step;
         };
-        let names = &self.context.names;
-        let fixed = match &step.execution {
-            Some(Err(error)) => {
-                names.fix_until_it_runs(self.executor, &original, &error.to_string(), cut)
-            }
-            Some(Ok(result)) if !result.digest.has_non_null() => {
-                names.rejoin(self.executor, &original)
-            }
-            _ => None,
-        };
+        let fixed = step.execution.as_ref().and_then(|outcome| {
+            self.context
+                .names
+                .mend(self.executor, &original, outcome, cut)
+        });
         if let Some((fixed, result)) = fixed {
             let output = step.output.as_mut().expect("checked above");
             output.sql = Some(fixed);

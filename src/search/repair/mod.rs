@@ -357,16 +357,28 @@ impl SchemaNames {
     /// finds no value, rejoined (`rejoin`): the query that ran (else `sql`)
     /// and its outcome.
     pub fn query_or_fix(&self, executor: &Executor, sql: &str) -> (String, QueryOutcome) {
-        match executor.query(sql) {
-            Err(e) => match self.fix_until_it_runs(executor, sql, &e.to_string(), false) {
-                Some((fixed, result)) => (fixed, Ok(result)),
-                None => (sql.to_string(), Err(e)),
-            },
-            Ok(result) if !result.digest.has_non_null() => match self.rejoin(executor, sql) {
-                Some((fixed, result)) => (fixed, Ok(result)),
-                None => (sql.to_string(), Ok(result)),
-            },
-            ran => (sql.to_string(), ran),
+        let outcome = executor.query(sql);
+        match self.mend(executor, sql, &outcome, false) {
+            Some((fixed, result)) => (fixed, Ok(result)),
+            None => (sql.to_string(), outcome),
+        }
+    }
+
+    /// `sql`, which ran to `outcome`, mended when that outcome falls short:
+    /// a failed query fixed until it runs (`fix_until_it_runs`, `cut` as
+    /// there), one that found no value rejoined (`rejoin`). None when it
+    /// needs no mending or none works.
+    pub fn mend(
+        &self,
+        executor: &Executor,
+        sql: &str,
+        outcome: &QueryOutcome,
+        cut: bool,
+    ) -> Option<(String, Arc<QueryResult>)> {
+        match outcome {
+            Err(e) => self.fix_until_it_runs(executor, sql, &e.to_string(), cut),
+            Ok(result) if !result.digest.has_non_null() => self.rejoin(executor, sql),
+            Ok(_) => None,
         }
     }
 
