@@ -226,9 +226,7 @@ impl SchemaVocabulary {
         let mut spans = Vec::new();
         let mut offset = 0;
         for piece in pieces(query) {
-            let text = match piece {
-                Piece::Word(w) | Piece::Other(w) => w,
-            };
+            let text = piece.text();
             spans.push((piece, offset));
             offset += text.len();
         }

@@ -11,6 +11,15 @@ pub(super) enum Piece<'a> {
     Other(&'a str),
 }
 
+impl<'a> Piece<'a> {
+    /// The piece's text, whatever its kind.
+    pub(super) fn text(&self) -> &'a str {
+        match self {
+            Piece::Word(w) | Piece::Other(w) => w,
+        }
+    }
+}
+
 pub(super) fn pieces(sql: &str) -> Vec<Piece<'_>> {
     let is_word = |c: char| c.is_alphanumeric() || c == '_';
     let mut out = Vec::new();
@@ -55,12 +64,7 @@ pub(super) fn pieces(sql: &str) -> Vec<Piece<'_>> {
 }
 
 pub(super) fn join(pieces: &[Piece<'_>]) -> String {
-    pieces
-        .iter()
-        .map(|p| match p {
-            Piece::Word(w) | Piece::Other(w) => *w,
-        })
-        .collect()
+    pieces.iter().map(Piece::text).collect()
 }
 
 /// `sql` with every occurrence of the word `old` outside string literals
@@ -282,9 +286,7 @@ pub fn written_in_outer_query(sql: &str, qualifier: Option<&str>, column: &str) 
 /// bare (neither after a dot nor a qualifier itself).
 pub fn reference_at(sql: &str, qualifier: Option<&str>, column: &str) -> Option<usize> {
     let pieces = pieces(sql);
-    let word_at = |i: usize| match pieces[i] {
-        Piece::Word(w) | Piece::Other(w) => offset_in(sql, w),
-    };
+    let word_at = |i: usize| offset_in(sql, pieces[i].text());
     (0..pieces.len()).find_map(|i| {
         if !is_word_piece(&pieces[i], column) {
             return None;
@@ -306,12 +308,10 @@ pub fn reference_at(sql: &str, qualifier: Option<&str>, column: &str) -> Option<
 /// comes before it.
 pub fn name_before(sql: &str, offset: usize) -> Option<usize> {
     let pieces = pieces(sql);
-    let start = |p: &Piece<'_>| match p {
-        Piece::Word(w) | Piece::Other(w) => offset_in(sql, w),
-    };
+    let start = |p: &Piece<'_>| offset_in(sql, p.text());
     let at = pieces
         .iter()
-        .position(|p| start(p) + piece_len(p) > offset)?;
+        .position(|p| start(p) + p.text().len() > offset)?;
     let mut word = (0..at)
         .rev()
         .find(|&i| matches!(pieces[i], Piece::Word(_)))?;
@@ -319,12 +319,6 @@ pub fn name_before(sql: &str, offset: usize) -> Option<usize> {
         word -= 2;
     }
     Some(start(&pieces[word]))
-}
-
-fn piece_len(piece: &Piece<'_>) -> usize {
-    match piece {
-        Piece::Word(w) | Piece::Other(w) => w.len(),
-    }
 }
 
 /// The name a query uses for `table`, given its `table_aliases`: the

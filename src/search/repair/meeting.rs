@@ -17,7 +17,7 @@ impl SchemaNames {
     /// None when no condition changes or the new query finds no value.
     pub fn rejoin(&self, executor: &Executor, sql: &str) -> Option<(String, Arc<QueryResult>)> {
         let pieces = pieces(sql);
-        let mut texts: Vec<String> = pieces.iter().map(|p| text(p).to_string()).collect();
+        let mut texts: Vec<String> = pieces.iter().map(|p| p.text().to_string()).collect();
         let bound = crate::search::sql_text::table_aliases(sql);
         let table_of = |name: &str| {
             bound
@@ -27,7 +27,7 @@ impl SchemaNames {
         };
         let mut changed = false;
         for at in equalities(&pieces) {
-            let word = |i: usize| text(&pieces[at + i]);
+            let word = |i: usize| pieces[at + i].text();
             let (Some(left), Some(right)) = (table_of(word(0)), table_of(word(4))) else {
                 continue;
             };
@@ -65,12 +65,6 @@ impl SchemaNames {
             .iter()
             .filter(move |(t, _)| t.eq_ignore_ascii_case(table))
             .flat_map(|(_, columns)| columns.iter().map(String::as_str))
-    }
-}
-
-fn text<'a>(piece: &Piece<'a>) -> &'a str {
-    match piece {
-        Piece::Word(w) | Piece::Other(w) => w,
     }
 }
 

@@ -107,9 +107,7 @@ fn drop_misplaced_casts(sql: &str) -> Option<String> {
             skip -= 1;
             continue;
         }
-        fixed.push_str(match piece {
-            Piece::Word(w) | Piece::Other(w) => w,
-        });
+        fixed.push_str(piece.text());
     }
     Some(fixed)
 }
