@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 use iesr::action::ActionSet;
 use iesr::db::{render_schema, ExecConfig, Executor, IntrospectOptions, Schema, Semantics};
 use iesr::eval::bench::BenchConfig;
+use iesr::eval::shard::Shard;
 use iesr::eval::{self, DatasetKind, EvalOptions, Filters, LoadedDataset, Predictions, Split};
 use iesr::llm::card::{builtin_cards, find_card, DEFAULT_MODEL};
 use iesr::llm::open::{Backend, ModelSpec, OpenAiServer};
@@ -129,6 +130,24 @@ enum Command {
     },
     /// Run a method over a benchmark (resumable) and report accuracy and cost.
     Bench(BenchArgs),
+    /// Join the --out folders of `bench --shard K/N` runs (every shard of one
+    /// run) into one run folder, scored over the whole dataset.
+    Merge {
+        #[command(flatten)]
+        data: DatasetArgs,
+        /// The subset file the shards ran on, if any.
+        #[arg(long)]
+        subset: Option<PathBuf>,
+        /// The new run folder.
+        #[arg(long)]
+        out: PathBuf,
+        /// The shard folders.
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Put finished `bench` runs side by side: a table, and with --out a CSV
     /// and plots (accuracy and tokens vs budget, accuracy vs wall time).
     Report {
@@ -606,6 +625,10 @@ struct BenchArgs {
     /// Continue the run already in --out.
     #[arg(long)]
     resume: bool,
+    /// Answer only the K-th of every N questions (K/N, 1-based), to spread
+    /// one run over N machines; `iesr merge` joins the N folders.
+    #[arg(long)]
+    shard: Option<Shard>,
     #[command(flatten)]
     method: MethodArgs,
     #[command(flatten)]
@@ -1003,7 +1026,10 @@ fn mcp(args: ServiceArgs) -> Result<()> {
 
 fn bench(args: BenchArgs) -> Result<()> {
     let subset = args.subset.as_deref().map(eval::read_subset).transpose()?;
-    let dataset = args.data.load(subset)?;
+    let mut dataset = args.data.load(subset)?;
+    if let Some(shard) = args.shard {
+        dataset.examples = shard.select(std::mem::take(&mut dataset.examples));
+    }
     let spec = args.model.spec()?;
     let search = args.method.config(spec.gpu_class(), MethodArg::Greedy)?;
     let model = open_model(&spec)?;
@@ -1013,6 +1039,7 @@ fn bench(args: BenchArgs) -> Result<()> {
         search,
         judge: open_judge(&args.method, &spec)?,
         progress: !args.json && std::io::stderr().is_terminal(),
+        shard: args.shard,
     };
     let summary = iesr::eval::bench::run(&dataset, model, &config)?;
     output::print(args.json, &summary, output::bench_summary_text)
@@ -1161,6 +1188,18 @@ fn run(command: Command) -> Result<()> {
             Ok(())
         }
         Command::Bench(args) => bench(args),
+        Command::Merge {
+            data,
+            subset,
+            out,
+            shards,
+            json,
+        } => {
+            let subset = subset.as_deref().map(eval::read_subset).transpose()?;
+            let dataset = data.load(subset)?;
+            let summary = iesr::eval::shard::merge(&dataset, &shards, &out)?;
+            output::print(json, &summary, output::bench_summary_text)
+        }
         Command::Report {
             runs,
             out,

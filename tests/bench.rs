@@ -221,3 +221,70 @@ fn a_resumed_run_answers_each_question_as_the_whole_run_did() {
     );
     assert_eq!(sql_by_question(&parts), answers);
 }
+
+fn merge(out: &Path, shards: &[&Path]) -> std::process::Output {
+    Command::cargo_bin("iesr")
+        .unwrap()
+        .args(["merge", "--dataset", "spider", "--db", "concert_singer"])
+        .args(["--limit", "3", "--json", "--data-dir"])
+        .arg(spider())
+        .arg("--out")
+        .arg(out)
+        .args(shards)
+        .output()
+        .unwrap()
+}
+
+/// A run spread over two machines and merged reads as the run made on one:
+/// the same predictions, traces and score.
+#[test]
+fn two_shards_merged_equal_one_unsharded_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name);
+    let (whole, first, second) = (path("whole"), path("shard1"), path("shard2"));
+    let greedy = ["--method", "greedy"];
+    let full = bench_with(&whole, 3, false, &greedy);
+    assert!(full.status.success());
+    for (shard, out) in [("1/2", &first), ("2/2", &second)] {
+        let run = bench_with(out, 3, false, &["--method", "greedy", "--shard", shard]);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+    }
+    // Questions 1 and 3 in the first shard, 2 in the second.
+    assert_eq!(sql_by_question(&first).len(), 2);
+    assert_eq!(sql_by_question(&second).len(), 1);
+
+    // One shard alone, or a folder that is no shard, is refused.
+    let missing = one_line_failure(merge(&path("partial"), &[&first]));
+    assert!(missing.contains("shard 2/2 is missing"), "{missing}");
+    let unsharded = one_line_failure(merge(&path("mixed"), &[&first, &whole]));
+    assert!(unsharded.contains("not a shard"), "{unsharded}");
+
+    let merged_dir = path("merged");
+    let merged = merge(&merged_dir, &[&second, &first]);
+    assert!(
+        merged.status.success(),
+        "{}",
+        String::from_utf8_lossy(&merged.stderr)
+    );
+    assert_eq!(sql_by_question(&merged_dir), sql_by_question(&whole));
+    assert_eq!(
+        std::fs::read_dir(merged_dir.join("traces"))
+            .unwrap()
+            .count(),
+        3
+    );
+    let summary = |o: &std::process::Output| -> serde_json::Value {
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let (a, b) = (summary(&full), summary(&merged));
+    for field in ["overall", "questions", "ex"] {
+        assert_eq!(a["report"][field], b["report"][field], "{field}");
+    }
+    assert_eq!(a["variant"], b["variant"]);
+    assert_eq!(b["cost"]["questions"], 3);
+    assert!(b.get("shard").is_none());
+}

@@ -7,6 +7,7 @@ use super::dataset::{Example, LoadedDataset};
 use super::predictions::Predictions;
 use super::progress::progress_bar;
 use super::score::{score, score_one, EvalOptions, Report, Verdict};
+use super::shard::Shard;
 use crate::error::{Error, Result};
 use crate::llm::LanguageModel;
 use crate::search::{Engine, SearchConfig, Variant};
@@ -25,6 +26,9 @@ pub struct BenchConfig {
     /// the main model when None.
     pub judge: Option<Arc<dyn LanguageModel>>,
     pub progress: bool,
+    /// The part of the dataset this run answers, when spread over machines
+    /// (the dataset given is already that part).
+    pub shard: Option<Shard>,
 }
 
 /// One line of `predictions.jsonl`.
@@ -68,11 +72,14 @@ pub struct BenchSummary {
     pub model: String,
     pub variant: Variant,
     pub seed: u64,
+    /// Set on a shard's summary; `iesr merge` joins the shards of a run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
     pub report: Report,
     pub cost: CostSummary,
 }
 
-const PREDICTIONS: &str = "predictions.jsonl";
+pub(super) const PREDICTIONS: &str = "predictions.jsonl";
 
 pub fn run(
     dataset: &LoadedDataset,
@@ -162,13 +169,18 @@ pub fn run(
         model: model.name().to_string(),
         variant: variant(config),
         seed: config.search.seed,
+        shard: config.shard,
         report,
         cost: cost_summary(&done),
     };
-    let summary_path = config.out.join("summary.json");
-    let text = serde_json::to_string_pretty(&summary).expect("summaries serialize");
-    std::fs::write(&summary_path, text).map_err(|e| Error::write(&summary_path, e))?;
+    write_summary(&config.out, &summary)?;
     Ok(summary)
+}
+
+pub(super) fn write_summary(out: &Path, summary: &BenchSummary) -> Result<()> {
+    let path = out.join("summary.json");
+    let text = serde_json::to_string_pretty(summary).expect("summaries serialize");
+    std::fs::write(&path, text).map_err(|e| Error::write(&path, e))
 }
 
 /// The search's variant, naming the judging model when it is not the main one.
@@ -195,7 +207,7 @@ pub fn read_records(path: &Path) -> Result<Vec<PredictionRecord>> {
         .collect())
 }
 
-fn write_records(path: &Path, records: &[PredictionRecord]) -> Result<()> {
+pub(super) fn write_records(path: &Path, records: &[PredictionRecord]) -> Result<()> {
     let mut text = String::new();
     for record in records {
         text.push_str(&serde_json::to_string(record).expect("records serialize"));
@@ -221,7 +233,7 @@ fn spread(mut values: Vec<f64>) -> Spread {
     }
 }
 
-fn cost_summary(records: &[PredictionRecord]) -> CostSummary {
+pub(super) fn cost_summary(records: &[PredictionRecord]) -> CostSummary {
     let of = |f: fn(&PredictionRecord) -> f64| spread(records.iter().map(f).collect());
     let generated: f64 = records.iter().map(|r| r.generated_tokens as f64).sum();
     let seconds: f64 = records.iter().map(|r| r.seconds).sum();

@@ -9,6 +9,7 @@ pub mod predictions;
 mod progress;
 pub mod report;
 pub mod score;
+pub mod shard;
 
 pub use dataset::{load, read_subset, DatasetKind, Example, Filters, Gold, LoadedDataset, Split};
 pub use predictions::Predictions;

@@ -215,6 +215,7 @@ fn bench(
             search,
             judge: None,
             progress: false,
+            shard: None,
         };
         iesr::eval::bench::run(&data, spec.open()?, &config)
     })
