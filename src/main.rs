@@ -133,11 +133,9 @@ enum Command {
     /// Join the --out folders of `bench --shard K/N` runs (every shard of one
     /// run) into one run folder, scored over the whole dataset.
     Merge {
+        /// The questions the shards ran on.
         #[command(flatten)]
-        data: DatasetArgs,
-        /// The subset file the shards ran on, if any.
-        #[arg(long)]
-        subset: Option<PathBuf>,
+        questions: QuestionArgs,
         /// The new run folder.
         #[arg(long)]
         out: PathBuf,
@@ -612,13 +610,27 @@ impl TreeSearchArgs {
     }
 }
 
+/// A benchmark's questions, narrowed to a fixed subset.
 #[derive(clap::Args)]
-struct BenchArgs {
+struct QuestionArgs {
     #[command(flatten)]
     data: DatasetArgs,
     /// A fixed subset file (../shared/datasets/subsets/*.json).
     #[arg(long)]
     subset: Option<PathBuf>,
+}
+
+impl QuestionArgs {
+    fn load(self) -> Result<LoadedDataset> {
+        let subset = self.subset.as_deref().map(eval::read_subset).transpose()?;
+        self.data.load(subset)
+    }
+}
+
+#[derive(clap::Args)]
+struct BenchArgs {
+    #[command(flatten)]
+    questions: QuestionArgs,
     /// Folder for predictions.jsonl, traces/ and summary.json.
     #[arg(long)]
     out: PathBuf,
@@ -1025,8 +1037,7 @@ fn mcp(args: ServiceArgs) -> Result<()> {
 }
 
 fn bench(args: BenchArgs) -> Result<()> {
-    let subset = args.subset.as_deref().map(eval::read_subset).transpose()?;
-    let mut dataset = args.data.load(subset)?;
+    let mut dataset = args.questions.load()?;
     if let Some(shard) = args.shard {
         dataset.examples = shard.select(std::mem::take(&mut dataset.examples));
     }
@@ -1189,14 +1200,12 @@ fn run(command: Command) -> Result<()> {
         }
         Command::Bench(args) => bench(args),
         Command::Merge {
-            data,
-            subset,
+            questions,
             out,
             shards,
             json,
         } => {
-            let subset = subset.as_deref().map(eval::read_subset).transpose()?;
-            let dataset = data.load(subset)?;
+            let dataset = questions.load()?;
             let summary = iesr::eval::shard::merge(&dataset, &shards, &out)?;
             output::print(json, &summary, output::bench_summary_text)
         }
