@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Stopping rules and choice weights replayed on a Spider sc-N run.
+
+Usage: scripts/replay_stopping.py RUN_DIR [SPIDER_DIR]
+
+An `iesr bench --method sc --samples N` run's traces hold its N samples in
+the order sc-k draws them (each row has its own seed), with the repaired
+query of each and the reviewer's log-probability of the question given
+each distinct query. So any rule that stops after k samples and chooses
+among them, as the search does, can be replayed without a model call:
+ln(share of the group) + ln p(question | its likeliest query) + the
+prior of a result without a value. Gold and candidate results are
+compared as sets of rows (BIRD's rule). Tokens per sample are the call's
+generated tokens split by the replies' characters. Spider only.
+"""
+import collections
+import json
+import math
+import pathlib
+import sqlite3
+import sys
+
+
+def rows(spider, db, sql):
+    path = pathlib.Path(spider, "database", db, f"{db}.sqlite")
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    con.text_factory = lambda b: b.decode(errors="replace")
+    try:
+        return frozenset(con.execute(sql).fetchmany(100000))
+    except sqlite3.Error:
+        return None
+    finally:
+        con.close()
+
+
+def load(run, spider):
+    dev = json.loads(pathlib.Path(spider, "dev.json").read_text())
+    questions = []
+    for path in sorted(pathlib.Path(run, "traces").glob("*.json")):
+        trace = json.loads(path.read_text())
+        gold_item = dev[int(path.stem)]
+        db = gold_item["db_id"]
+        gold = rows(spider, db, gold_item["query"])
+        call = trace["calls"][0]
+        replies = call["outputs"]
+        chars = sum(len(r) for r in replies) or 1
+        log_prob = {r["sql"]: r["log_prob"] for r in trace.get("review") or []}
+        samples = []
+        for i, candidate in enumerate(trace["candidates"][: len(replies)]):
+            execution = candidate["execution"]
+            ran = execution.get("status") == "ok"
+            key = rows(spider, db, candidate["sql"]) if ran else None
+            preview = execution.get("preview") or []
+            samples.append({
+                "key": key,
+                "value": ran and any(v is not None for row in preview for v in row),
+                "right": key is not None and key == gold,
+                "tokens": call["usage"]["generated_tokens"] * len(replies[i]) / chars,
+                "log_prob": log_prob.get(candidate["sql"]),
+            })
+        questions.append(samples)
+    return questions
+
+
+def chosen_right(samples, empty_prior=0.1, log_prob_weight=1.0):
+    groups = collections.defaultdict(list)
+    for s in samples:
+        if s["key"] is not None:
+            groups[s["key"]].append(s)
+    if not groups:
+        return False
+    if len(groups) == 1:
+        return next(iter(groups.values()))[0]["right"]
+
+    def score(members):
+        scored = [m["log_prob"] for m in members if m["log_prob"] is not None]
+        prior = 0.0 if members[0]["value"] else (
+            math.log(empty_prior) if empty_prior > 0 else -1e12)
+        return (math.log(len(members) / len(samples))
+                + log_prob_weight * (max(scored) if scored else -1e9) + prior)
+
+    return max(groups.values(), key=score)[0]["right"]
+
+
+def top_share(samples):
+    counts = collections.Counter(s["key"] for s in samples if s["key"] is not None and s["value"])
+    return (max(counts.values()) if counts else 0) / len(samples)
+
+
+def replay(questions, schedule, settle, **choice):
+    """EX and mean generated tokens of drawing `schedule` samples in turn
+    until the largest group with a value holds `settle(k)` of the k drawn."""
+    right, tokens = 0, 0.0
+    for samples in questions:
+        drawn = samples
+        for k in schedule:
+            drawn = samples[:k]
+            if top_share(drawn) >= settle(k):
+                break
+        right += chosen_right(drawn, **choice)
+        tokens += sum(s["tokens"] for s in drawn)
+    return 100.0 * right / len(questions), tokens / len(questions)
+
+
+def main(run, spider):
+    questions = load(run, spider)
+    n = min(len(q) for q in questions)
+    never = lambda k: 2.0  # noqa: E731
+    print("rule\tEX\tgenerated tokens")
+    for k in range(1, n + 1):
+        print("sc-%d\t%.1f\t%.0f" % ((k,) + replay(questions, [k], never)))
+    rules = {
+        "4, 8; 3 of 4 (the search's)": ([4, 8], lambda k: 0.75),
+        "2, 4, 8; 2 of 2, 3 of 4": ([2, 4, 8], lambda k: 0.75),
+        "2, 4, 8; 2 of 2, 2 of 4": ([2, 4, 8], lambda k: 1.0 if k == 2 else 0.5),
+        "3, 6, 8; 2 of 3, 4 of 6": ([3, 6, 8], lambda k: 0.66),
+        "4, 8; 2 of 4": ([4, 8], lambda k: 0.5),
+        "2, 8; 2 of 2": ([2, 8], lambda k: 1.0),
+    }
+    for name, (schedule, settle) in rules.items():
+        if max(schedule) <= n:
+            print("%s\t%.1f\t%.0f" % ((name,) + replay(questions, schedule, settle)))
+    print("\nempty prior\tlog-prob weight\tsc-%d EX\tsearch rule EX" % n)
+    for empty_prior in [0.3, 0.1, 0.03, 0.01, 0.0]:
+        for weight in [0.5, 1.0, 2.0]:
+            choice = {"empty_prior": empty_prior, "log_prob_weight": weight}
+            whole = replay(questions, [n], never, **choice)[0]
+            search = replay(questions, [4, 8], lambda k: 0.75, **choice)[0]
+            print("%g\t%g\t%.1f\t%.1f" % (empty_prior, weight, whole, search))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) not in (2, 3):
+        sys.exit("usage: scripts/replay_stopping.py RUN_DIR [SPIDER_DIR]")
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) == 3 else "../shared/datasets/spider")
