@@ -177,10 +177,34 @@ pub fn run(
     Ok(summary)
 }
 
+const SUMMARY: &str = "summary.json";
+
 pub(super) fn write_summary(out: &Path, summary: &BenchSummary) -> Result<()> {
-    let path = out.join("summary.json");
+    let path = out.join(SUMMARY);
     let text = serde_json::to_string_pretty(summary).expect("summaries serialize");
     std::fs::write(&path, text).map_err(|e| Error::write(&path, e))
+}
+
+/// The parts `T` of the summary a finished run in `dir` wrote.
+pub(super) fn read_summary<T: serde::de::DeserializeOwned>(dir: &Path) -> Result<T> {
+    let path = dir.join(SUMMARY);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::InvalidArgument(format!(
+                "{} has no summary.json; finish the run with `iesr bench --resume --out {}` and the same arguments",
+                dir.display(),
+                dir.display()
+            )))
+        }
+        Err(e) => return Err(Error::io(&path, e)),
+    };
+    serde_json::from_str(&text).map_err(|e| {
+        Error::InvalidArgument(format!(
+            "{} is not a summary written by this version of `iesr bench` ({e}); run `iesr bench --resume` on that folder to rewrite it",
+            path.display()
+        ))
+    })
 }
 
 /// The search's variant, naming the judging model when it is not the main one.

@@ -2,7 +2,7 @@
 //! `summary.json`), written as a table, a CSV and plots. Reads only what
 //! `iesr bench` wrote, so runs made on another machine can be reported here.
 
-use super::bench::CostSummary;
+use super::bench::{read_summary, CostSummary};
 use super::paired::{compare, Outcomes, PairedDifference};
 use crate::error::{Error, Result};
 use crate::search::Variant;
@@ -72,24 +72,7 @@ struct DatasetHead {
 
 /// Reads one run folder.
 pub fn load_run(dir: &Path) -> Result<RunRow> {
-    let path = dir.join("summary.json");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::InvalidArgument(format!(
-                "{} has no summary.json; finish the run with `iesr bench --resume --out {}` and the same arguments",
-                dir.display(),
-                dir.display()
-            )))
-        }
-        Err(e) => return Err(Error::io(&path, e)),
-    };
-    let summary: SummaryFile = serde_json::from_str(&text).map_err(|e| {
-        Error::InvalidArgument(format!(
-            "{} is not a summary written by this version of `iesr bench` ({e}); run `iesr bench --resume` on that folder to rewrite it",
-            path.display()
-        ))
-    })?;
+    let summary: SummaryFile = read_summary(dir)?;
     let run = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -3,7 +3,9 @@
 //! joins the N shard folders of one run into a folder that reads as the
 //! unsharded run: its predictions, traces and a summary scored afresh.
 
-use super::bench::{cost_summary, read_records, write_records, BenchSummary, PredictionRecord};
+use super::bench::{
+    cost_summary, read_records, read_summary, write_records, BenchSummary, PredictionRecord,
+};
 use super::dataset::{Example, LoadedDataset};
 use super::predictions::Predictions;
 use super::score::{score, EvalOptions};
@@ -89,19 +91,7 @@ struct ShardRun {
 }
 
 fn read_shard(dir: &Path) -> Result<ShardRun> {
-    let path = dir.join("summary.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        Error::InvalidArgument(format!(
-            "{} cannot be read ({e}); finish that shard with `iesr bench --resume` first",
-            path.display()
-        ))
-    })?;
-    let head: ShardHead = serde_json::from_str(&text).map_err(|e| {
-        Error::InvalidArgument(format!(
-            "{} is not a summary of `iesr bench` ({e})",
-            path.display()
-        ))
-    })?;
+    let head: ShardHead = read_summary(dir)?;
     let records = read_records(&dir.join(super::bench::PREDICTIONS))?;
     Ok(ShardRun {
         dir: dir.to_path_buf(),

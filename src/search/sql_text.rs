@@ -349,7 +349,7 @@ fn offset_in(sql: &str, piece: &str) -> usize {
 
 /// The dot of a qualified name, with any quotes around it: `T1.x`,
 /// `"T1"."x"`, `T1."x"`.
-fn is_dot(piece: &Piece<'_>) -> bool {
+pub(super) fn is_dot(piece: &Piece<'_>) -> bool {
     matches!(piece, Piece::Other(t) if t.trim_matches(|c| c == '"' || c == '`') == ".")
 }
 

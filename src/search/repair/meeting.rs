@@ -8,7 +8,7 @@
 
 use super::SchemaNames;
 use crate::db::{quote_identifier, Executor, QueryResult};
-use crate::search::sql_text::{pieces, Piece};
+use crate::search::sql_text::{is_dot, pieces, Piece};
 use std::sync::Arc;
 
 impl SchemaNames {
@@ -72,15 +72,16 @@ impl SchemaNames {
 /// between two qualified columns.
 fn equalities(pieces: &[Piece<'_>]) -> Vec<usize> {
     let is_word = |i: usize| matches!(pieces.get(i), Some(Piece::Word(_)));
-    let is_other = |i: usize, symbol: &str| matches!(pieces.get(i), Some(Piece::Other(t)) if t.trim() == symbol);
+    let is_dot = |i: usize| pieces.get(i).is_some_and(is_dot);
+    let is_equals = |i: usize| matches!(pieces.get(i), Some(Piece::Other(t)) if t.trim() == "=");
     (0..pieces.len())
         .filter(|&i| {
             is_word(i)
-                && is_other(i + 1, ".")
+                && is_dot(i + 1)
                 && is_word(i + 2)
-                && is_other(i + 3, "=")
+                && is_equals(i + 3)
                 && is_word(i + 4)
-                && is_other(i + 5, ".")
+                && is_dot(i + 5)
                 && is_word(i + 6)
         })
         .collect()
