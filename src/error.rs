@@ -61,6 +61,12 @@ pub enum Error {
         line: usize,
         detail: String,
     },
+    #[error("demonstration memory {}, line {line}: {detail}; build a store with `iesr memory build`", path.display())]
+    Memory {
+        path: PathBuf,
+        line: usize,
+        detail: String,
+    },
     #[error("{0}")]
     InvalidArgument(String),
     /// A name that no registered database has (the servers).

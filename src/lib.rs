@@ -10,6 +10,7 @@
 //! - [`search`]: answering a question ([`search::Engine`]); [`prompts`] holds
 //!   the templates and [`trace`] the record of every call and candidate.
 //! - [`eval`]: dataset adapters, execution accuracy and benchmark runs.
+//! - [`memory`]: worked examples retrieved into the query-writing prompts.
 //! - [`sources`]: CSV, TSV and JSON tables turned into SQLite databases.
 //! - [`service`]: the operations other programs call, served over HTTP by
 //!   [`serve`] and to AI assistants by [`mcp`].
@@ -24,6 +25,7 @@ pub mod eval;
 mod files;
 pub mod llm;
 pub mod mcp;
+pub mod memory;
 pub mod prompts;
 pub mod search;
 pub mod select;

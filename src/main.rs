@@ -14,6 +14,7 @@ use iesr::llm::openai::OpenAiModel;
 use iesr::llm::pull::PullProgress;
 use iesr::llm::{load_llamacpp, load_local};
 use iesr::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
+use iesr::memory::{Demonstrations, Memory, Retrieval};
 use iesr::search::mcts::{MctsConfig, RolloutProgress};
 use iesr::search::{Engine, IesrConfig, Method, SearchConfig};
 use iesr::select::{SelectConfig, Weights};
@@ -130,6 +131,11 @@ enum Command {
     },
     /// Run a method over a benchmark (resumable) and report accuracy and cost.
     Bench(BenchArgs),
+    /// Build a demonstration store for --memory.
+    Memory {
+        #[command(subcommand)]
+        action: MemoryAction,
+    },
     /// Join the --out folders of `bench --shard K/N` runs (every shard of one
     /// run) into one run folder, scored over the whole dataset.
     Merge {
@@ -426,6 +432,17 @@ struct MethodArgs {
     /// (tables past it are left out, a table cut short says so).
     #[arg(long, default_value_t = iesr::search::DEFAULT_READ_CHARS)]
     read_chars: usize,
+    /// A demonstration store (`iesr memory build`): the prompts that write
+    /// a query directly show its examples most similar to the question,
+    /// none of the same database.
+    #[arg(long)]
+    memory: Option<PathBuf>,
+    /// With --memory: the most examples one prompt shows.
+    #[arg(long, default_value_t = iesr::memory::DEFAULT_EXAMPLES)]
+    memory_examples: usize,
+    /// With --memory: prompt tokens the examples take at most (estimated).
+    #[arg(long, default_value_t = iesr::memory::DEFAULT_EXAMPLE_TOKENS)]
+    memory_tokens: usize,
     #[command(flatten)]
     search: TreeSearchArgs,
 }
@@ -542,9 +559,25 @@ impl MethodArgs {
             focus_chars: (!self.no_focus).then_some(self.focus_chars),
             feedback_rounds: self.feedback_rounds,
             read_chars: self.read_chars,
+            demonstrations: self.demonstrations()?,
             iesr: self.search.config(gpu_class)?,
             ..SearchConfig::default()
         })
+    }
+}
+
+impl MethodArgs {
+    fn demonstrations(&self) -> Result<Option<Demonstrations>> {
+        let Some(path) = &self.memory else {
+            return Ok(None);
+        };
+        Ok(Some(Demonstrations {
+            memory: Arc::new(Memory::open(path)?),
+            retrieval: Retrieval {
+                examples: self.memory_examples,
+                tokens: self.memory_tokens,
+            },
+        }))
     }
 }
 
@@ -643,6 +676,41 @@ struct BenchArgs {
     shard: Option<Shard>,
     #[command(flatten)]
     method: MethodArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Subcommand)]
+enum MemoryAction {
+    /// Annotate a sample of a benchmark's questions with the model (a query
+    /// the benchmark's check accepts, retried when it is rejected) and add
+    /// each accepted one to the store; the store's earlier records are kept
+    /// and serve as examples while annotating, and questions already in it
+    /// are skipped (run it again to continue, or with another dataset to
+    /// add that task).
+    Build(MemoryBuildArgs),
+}
+
+#[derive(clap::Args)]
+struct MemoryBuildArgs {
+    #[command(flatten)]
+    questions: QuestionArgs,
+    /// The store (JSON lines): created, or extended when it exists.
+    #[arg(long)]
+    out: PathBuf,
+    /// Share of the questions to annotate.
+    #[arg(long, default_value_t = 0.05)]
+    fraction: f64,
+    /// Writes after a rejected first one, each shown the rejected query's
+    /// error or result.
+    #[arg(long, default_value_t = 3)]
+    retries: usize,
+    /// Seed of the sample and of the retries' sampling.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
     #[command(flatten)]
     model: ModelArgs,
     /// Print the summary as JSON.
@@ -875,7 +943,7 @@ fn bench_llm(args: BenchLlmArgs) -> Result<()> {
         {
             eprintln!("measuring {name} with and without the name constraint");
             let engine = Engine::new(Arc::clone(&model), db, SearchConfig::default())?;
-            let (prompt, names) = engine.direct_request(question, None);
+            let (prompt, names) = engine.direct_request(question, None)?;
             let names = names.ok_or_else(|| {
                 Error::InvalidArgument("the name constraint is switched off".into())
             })?;
@@ -1056,6 +1124,39 @@ fn bench(args: BenchArgs) -> Result<()> {
     output::print(args.json, &summary, output::bench_summary_text)
 }
 
+fn build_memory(args: MemoryBuildArgs) -> Result<()> {
+    if !(args.fraction > 0.0 && args.fraction <= 1.0) {
+        return Err(Error::InvalidArgument(
+            "--fraction must be above 0 and at most 1 (for example 0.05)".into(),
+        ));
+    }
+    let dataset = args.questions.load()?;
+    let (mut memory, earlier) = if args.out.exists() {
+        (Memory::open(&args.out)?, Some(Memory::open(&args.out)?))
+    } else {
+        (Memory::empty(&args.out), None)
+    };
+    let search = SearchConfig {
+        seed: args.seed,
+        demonstrations: earlier.map(|m| Demonstrations {
+            memory: Arc::new(m),
+            retrieval: Retrieval::default(),
+        }),
+        ..SearchConfig::default()
+    };
+    let spec = args.model.spec()?;
+    let model = open_model(&spec)?;
+    let config = iesr::eval::memory_build::BuildConfig {
+        fraction: args.fraction,
+        seed: args.seed,
+        retries: args.retries,
+        search,
+        progress: !args.json && std::io::stderr().is_terminal(),
+    };
+    let summary = iesr::eval::memory_build::build(&dataset, model, &config, &mut memory)?;
+    output::print(args.json, &summary, output::memory_build_text)
+}
+
 fn report(runs: &[PathBuf], out: Option<&Path>, earlier: Option<&Path>, json: bool) -> Result<()> {
     let folders = iesr::eval::report::load_runs(runs)?;
     let pairs = iesr::eval::report::pairs(&folders)?;
@@ -1199,6 +1300,9 @@ fn run(command: Command) -> Result<()> {
             Ok(())
         }
         Command::Bench(args) => bench(args),
+        Command::Memory {
+            action: MemoryAction::Build(args),
+        } => build_memory(args),
         Command::Merge {
             questions,
             out,

@@ -3,6 +3,7 @@
 use comfy_table::Table;
 use iesr::db::QueryResult;
 use iesr::eval::bench::BenchSummary;
+use iesr::eval::memory_build::BuildSummary;
 use iesr::eval::paired::RESAMPLES;
 use iesr::eval::report::{PairRow, RunRow};
 use iesr::eval::{Report, Tally};
@@ -357,6 +358,27 @@ fn one_line(text: &str, max_chars: usize) -> String {
         Some((i, _)) => format!("{}…", &flat[..i]),
         None => flat,
     }
+}
+
+pub fn memory_build_text(summary: &BuildSummary) -> String {
+    let at: Vec<String> = summary
+        .kept_at_attempt
+        .iter()
+        .enumerate()
+        .map(|(i, n)| format!("{n} at write {}", i + 1))
+        .collect();
+    format!(
+        "{}: kept {} of {} annotated questions ({}); {} already stored\n\
+         {} records in the store; {} generated tokens, {:.0} s\n",
+        summary.dataset,
+        summary.kept,
+        summary.annotated,
+        at.join(", "),
+        summary.already_stored,
+        summary.records_in_store,
+        summary.generated_tokens,
+        summary.seconds
+    )
 }
 
 pub fn bench_summary_text(summary: &BenchSummary) -> String {

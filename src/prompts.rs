@@ -24,6 +24,12 @@ pub const FEEDBACK_ERROR: Template = Template {
     text: include_str!("../prompts/feedback_error.user.txt"),
 };
 
+/// Annotation: a query that ran but was not the answer, shown its result.
+pub const FEEDBACK_WRONG: Template = Template {
+    name: "feedback_wrong.user",
+    text: include_str!("../prompts/feedback_wrong.user.txt"),
+};
+
 /// Execution guidance: a query that ran without a value, told so.
 pub const FEEDBACK_EMPTY: Template = Template {
     name: "feedback_empty.user",

@@ -18,6 +18,10 @@ pub struct Trace {
     /// on the question.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub focused_tables: Option<Vec<String>>,
+    /// The worked examples the direct prompts showed
+    /// (`dataset/database/question id`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub demonstrations: Vec<String>,
     pub calls: Vec<CallRecord>,
     pub candidates: Vec<CandidateRecord>,
     /// Stage 1 (tree search only; absent when it was switched off).

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod dataset;
 pub mod denotation;
+pub mod memory_build;
 pub mod paired;
 pub mod plot;
 pub mod predictions;

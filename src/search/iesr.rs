@@ -28,9 +28,11 @@ impl Engine {
         let config = &self.config.iesr;
         let seed = self.config.seed;
         let question_schema = self.question_schema(question, hint, &mut trace);
+        let examples = self.examples(question, &mut trace)?;
         let plain = QuestionContext {
             schema: question_schema.clone(),
             plain_schema: question_schema,
+            examples,
             question: question.to_string(),
             hint: hint.map(String::from),
             understanding: String::new(),

@@ -516,6 +516,7 @@ pub(crate) mod tests {
         QuestionContext {
             schema: "CREATE TABLE singer (Singer_ID int, Age int);".into(),
             plain_schema: "CREATE TABLE singer (Singer_ID int, Age int);".into(),
+            examples: String::new(),
             question: "How many singers do we have?".into(),
             hint: None,
             understanding: String::new(),

@@ -2,6 +2,7 @@
 //! execute every candidate, and choose by execution. `greedy` and `sc`
 //! (self-consistency) are the baselines the tree search is measured against.
 
+mod annotate;
 mod continuation;
 pub mod extract;
 mod feedback;
@@ -23,6 +24,7 @@ use crate::db::{
 use crate::error::{QueryError, Result};
 use crate::llm::constraint::Constraint;
 use crate::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
+use crate::memory::{self, Demonstrations};
 use crate::prompts::{SQL_GENERATION_SYSTEM, SQL_GENERATION_USER};
 use crate::select::{review, SelectConfig};
 use crate::trace::{CallRecord, CandidateRecord, Execution, Trace};
@@ -31,6 +33,7 @@ use crate::understand::focus;
 use crate::understand::linking::ValueIndex;
 use crate::understand::rules::RuleBase;
 use crate::understand::UnderstandConfig;
+pub use annotate::Annotation;
 use extract::extract_sql;
 pub(crate) use feedback::has_value;
 pub use feedback::DEFAULT_FEEDBACK_ROUNDS;
@@ -126,6 +129,9 @@ pub struct SearchConfig {
     pub feedback_rounds: usize,
     /// Characters of table text `Method::Read` puts in its prompt at most.
     pub read_chars: usize,
+    /// Worked examples shown by the prompts that write a query directly
+    /// (greedy, sc, the search's direct query); None shows none.
+    pub demonstrations: Option<Demonstrations>,
     pub exec: ExecConfig,
     pub iesr: IesrConfig,
 }
@@ -144,6 +150,7 @@ impl Default for SearchConfig {
             min_p: DEFAULT_MIN_P,
             feedback_rounds: DEFAULT_FEEDBACK_ROUNDS,
             read_chars: DEFAULT_READ_CHARS,
+            demonstrations: None,
             exec: ExecConfig::default(),
             iesr: IesrConfig::default(),
         }
@@ -243,6 +250,11 @@ impl Engine {
         self.discriminator.as_ref().unwrap_or(&self.model).as_ref()
     }
 
+    /// The database's schema.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
     /// The guarded executor over this engine's database.
     pub fn executor(&self) -> &Executor {
         &self.executor
@@ -298,7 +310,8 @@ impl Engine {
         mut trace: Trace,
     ) -> Result<Answer> {
         let schema_text = self.question_schema(question, hint, &mut trace);
-        let messages = direct_prompt(&schema_text, hint, question, DIRECT_INSTRUCTION);
+        let examples = self.examples(question, &mut trace)?;
+        let messages = direct_prompt(&schema_text, &examples, hint, question, DIRECT_INSTRUCTION);
         let sampling = Sampling {
             temperature,
             top_p: if temperature > 0.0 { 0.95 } else { 1.0 },
@@ -495,10 +508,34 @@ impl Engine {
         &self,
         question: &str,
         hint: Option<&str>,
-    ) -> (Prompt, Option<Constraint>) {
-        let schema_text = self.question_schema(question, hint, &mut Trace::default());
-        let messages = direct_prompt(&schema_text, hint, question, DIRECT_INSTRUCTION);
-        (Prompt::Chat(messages), self.direct_constraint.clone())
+    ) -> Result<(Prompt, Option<Constraint>)> {
+        let mut trace = Trace::default();
+        let schema_text = self.question_schema(question, hint, &mut trace);
+        let examples = self.examples(question, &mut trace)?;
+        let messages = direct_prompt(&schema_text, &examples, hint, question, DIRECT_INSTRUCTION);
+        Ok((Prompt::Chat(messages), self.direct_constraint.clone()))
+    }
+
+    /// The worked examples the direct prompts show for `question` (none of
+    /// this database), as a prompt paragraph; the trace names them.
+    fn examples(&self, question: &str, trace: &mut Trace) -> Result<String> {
+        let Some(demonstrations) = &self.config.demonstrations else {
+            return Ok(String::new());
+        };
+        let db_id = self
+            .executor
+            .path()
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let chosen = demonstrations
+            .memory
+            .nearest(question, &db_id, &demonstrations.retrieval)?;
+        trace.demonstrations = chosen
+            .iter()
+            .map(|r| format!("{}/{}/{}", r.dataset, r.db_id, r.question_id))
+            .collect();
+        Ok(memory::render(&chosen))
     }
 
     /// The schema as the one-call prompts for `question` show it: focused
@@ -545,9 +582,11 @@ const CORRECTED_CONFIDENCE: f64 = 0.5;
 const DIRECT_INSTRUCTION: &str = "Write one SQLite query that answers the question.";
 
 /// The prompt of greedy and sc, and of the search's direct query: the
-/// schema, the hint, the question and `instruction`, with no reasoning.
+/// schema, worked examples (if any), the hint, the question and
+/// `instruction`, with no reasoning.
 pub(crate) fn direct_prompt(
     schema: &str,
+    examples: &str,
     hint: Option<&str>,
     question: &str,
     instruction: &str,
@@ -559,6 +598,7 @@ pub(crate) fn direct_prompt(
             "user",
             SQL_GENERATION_USER.render(&[
                 ("schema", schema),
+                ("examples", examples),
                 ("hint", hint.as_str()),
                 ("question", question),
                 ("instruction", instruction),

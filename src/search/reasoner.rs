@@ -24,6 +24,8 @@ pub struct QuestionContext {
     pub schema: String,
     /// The schema as greedy and sc see it, for direct-frame steps.
     pub plain_schema: String,
+    /// The worked examples direct-frame steps show, as a prompt paragraph.
+    pub examples: String,
     pub question: String,
     pub hint: Option<String>,
     /// Stage 1's verified notes, empty when it did not run.
@@ -116,6 +118,7 @@ impl Reasoner<'_> {
         let mut messages = match first.frame {
             Frame::Direct => super::direct_prompt(
                 &self.context.plain_schema,
+                &self.context.examples,
                 self.context.hint.as_deref(),
                 &self.context.question,
                 first.prompt.trim(),
@@ -456,6 +459,7 @@ mod tests {
                 context: QuestionContext {
                     schema: String::new(),
                     plain_schema: String::new(),
+                    examples: String::new(),
                     question: "How old is the oldest singer?".into(),
                     hint: None,
                     understanding: String::new(),

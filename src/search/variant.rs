@@ -81,6 +81,18 @@ impl SearchConfig {
         if !self.name_constraint {
             changes.insert(0, "no-name-constraint".to_string());
         }
+        if let Some(demonstrations) = &self.demonstrations {
+            let retrieval = &demonstrations.retrieval;
+            let defaults = crate::memory::Retrieval::default();
+            if retrieval.tokens != defaults.tokens {
+                changes.insert(0, format!("memory-tokens {}", retrieval.tokens));
+            }
+            if retrieval.examples != defaults.examples {
+                changes.insert(0, format!("memory-examples {}", retrieval.examples));
+            }
+            let name = demonstrations.memory.path().file_name().unwrap_or_default();
+            changes.insert(0, format!("memory {}", name.to_string_lossy()));
+        }
         Variant {
             method: method.to_string(),
             budget,
