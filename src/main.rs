@@ -7,7 +7,9 @@ use iesr::action::ActionSet;
 use iesr::db::{render_schema, ExecConfig, Executor, IntrospectOptions, Schema, Semantics};
 use iesr::eval::bench::BenchConfig;
 use iesr::eval::shard::Shard;
-use iesr::eval::{self, DatasetKind, EvalOptions, Filters, LoadedDataset, Predictions, Split};
+use iesr::eval::{
+    self, DatasetKind, EvalOptions, Filters, LoadedDataset, Predictions, Sample, Split,
+};
 use iesr::llm::card::{builtin_cards, find_card, DEFAULT_MODEL};
 use iesr::llm::open::{Backend, ModelSpec, OpenAiServer};
 use iesr::llm::openai::OpenAiModel;
@@ -365,12 +367,17 @@ struct DatasetArgs {
 }
 
 impl DatasetArgs {
-    fn load(self, subset: Option<HashSet<String>>) -> Result<LoadedDataset> {
+    fn load(
+        self,
+        subset: Option<HashSet<String>>,
+        sample: Option<Sample>,
+    ) -> Result<LoadedDataset> {
         let filters = Filters {
             split: self.split,
             db: self.db,
             limit: self.limit,
             subset,
+            sample,
         };
         eval::load(self.dataset, &self.data_dir, &filters)
     }
@@ -655,8 +662,13 @@ struct QuestionArgs {
 
 impl QuestionArgs {
     fn load(self) -> Result<LoadedDataset> {
+        self.load_sample(None)
+    }
+
+    /// The questions, or a seeded share of them.
+    fn load_sample(self, sample: Option<Sample>) -> Result<LoadedDataset> {
         let subset = self.subset.as_deref().map(eval::read_subset).transpose()?;
-        self.data.load(subset)
+        self.data.load(subset, sample)
     }
 }
 
@@ -1130,7 +1142,11 @@ fn build_memory(args: MemoryBuildArgs) -> Result<()> {
             "--fraction must be above 0 and at most 1 (for example 0.05)".into(),
         ));
     }
-    let dataset = args.questions.load()?;
+    let sample = Sample {
+        fraction: args.fraction,
+        seed: args.seed,
+    };
+    let dataset = args.questions.load_sample(Some(sample))?;
     let (mut memory, earlier) = if args.out.exists() {
         (Memory::open(&args.out)?, Some(Memory::open(&args.out)?))
     } else {
@@ -1147,8 +1163,6 @@ fn build_memory(args: MemoryBuildArgs) -> Result<()> {
     let spec = args.model.spec()?;
     let model = open_model(&spec)?;
     let config = iesr::eval::memory_build::BuildConfig {
-        fraction: args.fraction,
-        seed: args.seed,
         retries: args.retries,
         search,
         progress: !args.json && std::io::stderr().is_terminal(),
@@ -1218,7 +1232,7 @@ fn run(command: Command) -> Result<()> {
             timeout,
             json,
         } => {
-            let loaded = data.load(None)?;
+            let loaded = data.load(None, None)?;
             let predictions = if predictions == "gold" {
                 if loaded
                     .examples

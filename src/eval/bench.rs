@@ -115,7 +115,8 @@ pub fn run(
     for example in todo {
         if !engines.contains_key(&example.db_path) {
             let mut engine =
-                Engine::new(Arc::clone(&model), &example.db_path, config.search.clone())?;
+                Engine::new(Arc::clone(&model), &example.db_path, config.search.clone())?
+                    .with_database_id(&example.db_id);
             if let Some(judge) = &config.judge {
                 engine = engine.with_discriminator(Arc::clone(judge));
             }

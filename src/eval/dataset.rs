@@ -3,6 +3,7 @@
 
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -45,6 +46,9 @@ pub enum Split {
     /// TableBench's other half, kept for held-out measurement.
     #[value(name = "held-out")]
     HeldOut,
+    /// WikiTableQuestions' training questions (`data/training.tsv`), for
+    /// building a demonstration store.
+    Train,
 }
 
 /// What a benchmark counts as right.
@@ -84,6 +88,42 @@ pub struct Filters {
     pub subset: Option<std::collections::HashSet<String>>,
     /// At most this many questions (after the other filters).
     pub limit: Option<usize>,
+    /// A seeded share of the questions (after `db` and `subset`, before
+    /// their databases are made, so that a sample of a large table or
+    /// graph benchmark makes only its own).
+    pub sample: Option<Sample>,
+}
+
+/// A share of a dataset's questions, picked by a seeded hash of their ids.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample {
+    pub fraction: f64,
+    pub seed: u64,
+}
+
+impl Sample {
+    /// `fraction` of `examples` (at least one), in their order.
+    pub fn take(&self, examples: Vec<Example>) -> Vec<Example> {
+        let wanted = ((examples.len() as f64 * self.fraction).ceil() as usize).max(1);
+        let mut keyed: Vec<(Vec<u8>, usize)> = examples
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let key = format!("{}:{}", self.seed, e.question_id);
+                (Sha256::digest(key).to_vec(), i)
+            })
+            .collect();
+        keyed.sort();
+        let mut chosen = vec![false; examples.len()];
+        for (_, i) in keyed.into_iter().take(wanted) {
+            chosen[i] = true;
+        }
+        examples
+            .into_iter()
+            .zip(chosen)
+            .filter_map(|(e, keep)| keep.then_some(e))
+            .collect()
+    }
 }
 
 /// Reads a subset file of `../shared/datasets/subsets/`: a JSON object with
@@ -159,6 +199,11 @@ pub fn load(kind: DatasetKind, data_dir: &Path, filters: &Filters) -> Result<Loa
         Split::Minidev => Some((DatasetKind::Bird, "minidev", "bird")),
         Split::Dev => Some((DatasetKind::Tablebench, "dev", "tablebench")),
         Split::HeldOut => Some((DatasetKind::Tablebench, "held-out", "tablebench")),
+        Split::Train => Some((
+            DatasetKind::Wikitablequestions,
+            "train",
+            "wikitablequestions",
+        )),
     };
     // A split belongs to one dataset.
     if let Some((owner, name, owner_name)) = owner {
@@ -225,9 +270,23 @@ pub fn load(kind: DatasetKind, data_dir: &Path, filters: &Filters) -> Result<Loa
                 })
                 .collect()
         }
-        DatasetKind::Wikitablequestions => read_wikitablequestions(data_dir)?,
+        DatasetKind::Wikitablequestions => read_wikitablequestions(data_dir, filters.split)?,
         DatasetKind::Metaqa => read_metaqa(data_dir)?,
         DatasetKind::Tablebench => read_tablebench(data_dir, filters.split)?,
+    };
+    let examples: Vec<Example> = examples
+        .into_iter()
+        .filter(|e| filters.db.as_deref().is_none_or(|db| db == e.db_id))
+        .filter(|e| {
+            filters
+                .subset
+                .as_ref()
+                .is_none_or(|ids| ids.contains(&e.question_id))
+        })
+        .collect();
+    let examples = match filters.sample {
+        Some(sample) => sample.take(examples),
+        None => examples,
     };
     let mut skipped_missing_db = BTreeMap::new();
     let mut kept = Vec::new();
@@ -236,16 +295,6 @@ pub fn load(kind: DatasetKind, data_dir: &Path, filters: &Filters) -> Result<Loa
         .then(|| crate::sources::graph::Graph::open(&data_dir.join("kb.txt")))
         .transpose()?;
     for example in examples {
-        if filters.db.as_deref().is_some_and(|db| db != example.db_id) {
-            continue;
-        }
-        if filters
-            .subset
-            .as_ref()
-            .is_some_and(|ids| !ids.contains(&example.question_id))
-        {
-            continue;
-        }
         if !example.db_path.is_file() {
             *skipped_missing_db.entry(example.db_id.clone()).or_insert(0) += 1;
             continue;
@@ -292,11 +341,16 @@ pub fn load(kind: DatasetKind, data_dir: &Path, filters: &Filters) -> Result<Loa
     })
 }
 
-/// WikiTableQuestions' random split 1 dev questions: `id`, `utterance`,
+/// WikiTableQuestions' random split 1 dev questions (or with `Split::Train`
+/// the training questions, which include them): `id`, `utterance`,
 /// `context` (the table's path) and `targetValue` (values separated by `|`,
 /// with `\p`, `\n` and `\\` escaping a pipe, a newline and a backslash).
-fn read_wikitablequestions(data_dir: &Path) -> Result<Vec<Example>> {
-    let path = data_dir.join("data/random-split-1-dev.tsv");
+fn read_wikitablequestions(data_dir: &Path, split: Split) -> Result<Vec<Example>> {
+    let file = match split {
+        Split::Train => "data/training.tsv",
+        _ => "data/random-split-1-dev.tsv",
+    };
+    let path = data_dir.join(file);
     let text = std::fs::read_to_string(&path).map_err(|e| Error::Dataset {
         path: path.clone(),
         detail: format!("{e}; check --data-dir"),
@@ -491,4 +545,40 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
         path: path.to_path_buf(),
         detail: format!("not in the expected format: {e}"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example(id: usize) -> Example {
+        Example {
+            question_id: id.to_string(),
+            db_id: "db".into(),
+            db_path: PathBuf::from("db.sqlite"),
+            question: format!("question {id}"),
+            hint: None,
+            gold: Gold::Sql("SELECT 1".into()),
+            group: None,
+        }
+    }
+
+    #[test]
+    fn a_sample_is_the_share_asked_in_dataset_order_and_depends_on_the_seed() {
+        let ids = |n: usize, fraction, seed| -> Vec<usize> {
+            let examples = (0..n).map(example).collect();
+            Sample { fraction, seed }
+                .take(examples)
+                .iter()
+                .map(|e| e.question_id.parse().unwrap())
+                .collect()
+        };
+        let first = ids(200, 0.05, 0);
+        assert_eq!(first.len(), 10);
+        assert!(first.windows(2).all(|w| w[0] < w[1]), "{first:?}");
+        assert_eq!(ids(200, 0.05, 0), first);
+        assert_ne!(ids(200, 0.05, 1), first);
+        assert_eq!(ids(3, 0.05, 0).len(), 1);
+        assert_eq!(ids(0, 0.05, 0).len(), 0);
+    }
 }

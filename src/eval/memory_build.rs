@@ -1,5 +1,6 @@
 //! `iesr memory build`: a demonstration store made by the engine itself.
-//! A seeded sample of a benchmark's questions is annotated (the model
+//! A benchmark's questions (a seeded sample of them: `Filters::sample`)
+//! are annotated (the model
 //! writes a query, retries shown the failure), and each query the
 //! benchmark's check accepts becomes a record. Records already in the
 //! store are kept; their questions are not annotated again, so an
@@ -14,16 +15,12 @@ use crate::llm::LanguageModel;
 use crate::memory::{used_tables, Memory, Record, Task};
 use crate::search::{Engine, SearchConfig};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 pub struct BuildConfig {
-    /// Share of the dataset's questions to annotate.
-    pub fraction: f64,
-    pub seed: u64,
     /// Writes after a rejected first one.
     pub retries: usize,
     /// Greedy's settings, with the demonstrations of earlier tasks if any.
@@ -35,13 +32,13 @@ pub struct BuildConfig {
 pub struct BuildSummary {
     pub dataset: String,
     pub task: Task,
-    /// Questions of the sample annotated in this run.
+    /// Questions annotated in this run.
     pub annotated: usize,
     /// Of those, the ones whose query was accepted (a new record each).
     pub kept: usize,
     /// Accepted at the first write, at the second, ...
     pub kept_at_attempt: Vec<usize>,
-    /// Questions of the sample already in the store, skipped.
+    /// Questions already in the store, skipped.
     pub already_stored: usize,
     pub records_in_store: usize,
     pub generated_tokens: usize,
@@ -65,25 +62,6 @@ fn dataset_name(kind: DatasetKind) -> String {
         .unwrap_or_default()
 }
 
-/// `fraction` of the questions (at least one), picked by a seeded hash of
-/// their ids, in dataset order.
-pub fn sample(examples: &[Example], fraction: f64, seed: u64) -> Vec<&Example> {
-    let wanted =
-        ((examples.len() as f64 * fraction).ceil() as usize).clamp(1, examples.len().max(1));
-    let mut keyed: Vec<(Vec<u8>, usize)> = examples
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            let key = Sha256::digest(format!("{seed}:{}", e.question_id)).to_vec();
-            (key, i)
-        })
-        .collect();
-    keyed.sort();
-    let mut chosen: Vec<usize> = keyed.into_iter().take(wanted).map(|(_, i)| i).collect();
-    chosen.sort_unstable();
-    chosen.into_iter().map(|i| &examples[i]).collect()
-}
-
 pub fn build(
     dataset: &LoadedDataset,
     model: Arc<dyn LanguageModel>,
@@ -98,9 +76,9 @@ pub fn build(
         .iter()
         .map(|r| (r.dataset.clone(), r.question_id.clone()))
         .collect();
-    let picked = sample(&dataset.examples, config.fraction, config.seed);
-    let (done, todo): (Vec<&Example>, Vec<&Example>) = picked
-        .into_iter()
+    let (done, todo): (Vec<&Example>, Vec<&Example>) = dataset
+        .examples
+        .iter()
         .partition(|e| stored.contains(&(name.clone(), e.question_id.clone())));
     let mut summary = BuildSummary {
         dataset: name.clone(),
@@ -117,7 +95,8 @@ pub fn build(
     let mut engines: HashMap<PathBuf, Engine> = HashMap::new();
     for example in todo {
         if !engines.contains_key(&example.db_path) {
-            let engine = Engine::new(Arc::clone(&model), &example.db_path, config.search.clone())?;
+            let engine = Engine::new(Arc::clone(&model), &example.db_path, config.search.clone())?
+                .with_database_id(&example.db_id);
             engines.insert(example.db_path.clone(), engine);
         }
         let engine = &engines[&example.db_path];
@@ -156,44 +135,4 @@ pub fn build(
     summary.records_in_store = memory.records().len();
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::eval::Gold;
-
-    fn example(id: usize) -> Example {
-        Example {
-            question_id: id.to_string(),
-            db_id: "db".into(),
-            db_path: PathBuf::from("db.sqlite"),
-            question: format!("question {id}"),
-            hint: None,
-            gold: Gold::Sql("SELECT 1".into()),
-            group: None,
-        }
-    }
-
-    #[test]
-    fn a_sample_is_the_fraction_asked_in_dataset_order_and_depends_on_the_seed() {
-        let examples: Vec<Example> = (0..200).map(example).collect();
-        let ids = |seed| -> Vec<String> {
-            sample(&examples, 0.05, seed)
-                .iter()
-                .map(|e| e.question_id.clone())
-                .collect()
-        };
-        let first = ids(0);
-        assert_eq!(first.len(), 10);
-        let mut sorted: Vec<usize> = first.iter().map(|i| i.parse().unwrap()).collect();
-        sorted.sort_unstable();
-        assert_eq!(
-            first,
-            sorted.iter().map(|i| i.to_string()).collect::<Vec<_>>()
-        );
-        assert_eq!(ids(0), first);
-        assert_ne!(ids(1), first);
-        assert_eq!(sample(&examples[..3], 0.05, 0).len(), 1);
-    }
 }

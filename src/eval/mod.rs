@@ -12,6 +12,8 @@ pub mod report;
 pub mod score;
 pub mod shard;
 
-pub use dataset::{load, read_subset, DatasetKind, Example, Filters, Gold, LoadedDataset, Split};
+pub use dataset::{
+    load, read_subset, DatasetKind, Example, Filters, Gold, LoadedDataset, Sample, Split,
+};
 pub use predictions::Predictions;
 pub use score::{score, score_one, EvalOptions, QuestionScore, Report, Tally, Verdict};

@@ -186,6 +186,9 @@ pub struct Engine {
     /// discriminator check); the main model unless set.
     discriminator: Option<Arc<dyn LanguageModel>>,
     executor: Executor,
+    /// What the database is called where examples of it must not be
+    /// shown (`with_database_id`): its file's name without extension.
+    database_id: String,
     schema: Schema,
     schema_text: String,
     /// Characters of the schema at its richest detail, to decide whether a
@@ -222,7 +225,12 @@ impl Engine {
         } else {
             constraint.clone()
         };
+        let database_id = db
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         Ok(Engine {
+            database_id,
             constraint,
             direct_constraint,
             model,
@@ -242,6 +250,14 @@ impl Engine {
     /// and the search's discriminator check.
     pub fn with_discriminator(mut self, model: Arc<dyn LanguageModel>) -> Self {
         self.discriminator = Some(model);
+        self
+    }
+
+    /// Names the database as a benchmark does (a graph's subgraph or a
+    /// table file is opened from a cached copy with another name), so that
+    /// no demonstration of it is shown.
+    pub fn with_database_id(mut self, id: &str) -> Self {
+        self.database_id = id.to_string();
         self
     }
 
@@ -522,15 +538,11 @@ impl Engine {
         let Some(demonstrations) = &self.config.demonstrations else {
             return Ok(String::new());
         };
-        let db_id = self
-            .executor
-            .path()
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let chosen = demonstrations
-            .memory
-            .nearest(question, &db_id, &demonstrations.retrieval)?;
+        let chosen = demonstrations.memory.nearest(
+            question,
+            &self.database_id,
+            &demonstrations.retrieval,
+        )?;
         trace.demonstrations = chosen
             .iter()
             .map(|r| format!("{}/{}/{}", r.dataset, r.db_id, r.question_id))
