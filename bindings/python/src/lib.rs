@@ -207,6 +207,7 @@ fn bench(
             db,
             subset,
             limit,
+            ..Filters::default()
         };
         let data = iesr::eval::load(kind, &data_dir, &filters)?;
         let config = BenchConfig {
