@@ -1,12 +1,12 @@
 //! `iesr memory build`: a demonstration store made by the engine itself.
 //! A benchmark's questions (a seeded sample of them: `Filters::sample`)
-//! are annotated (the model
-//! writes a query, retries shown the failure), and each query the
-//! benchmark's check accepts becomes a record. Records already in the
-//! store are kept; their questions are not annotated again, so an
-//! interrupted build continues where it stopped.
+//! are annotated (the model writes a query, retries shown the failure);
+//! each query the benchmark's check accepts, unless it copies the answer
+//! into a literal, becomes a record. Records already in the store are
+//! kept and their questions not annotated again, so an interrupted build
+//! continues where it stopped.
 
-use super::dataset::{DatasetKind, Example, LoadedDataset};
+use super::dataset::{DatasetKind, Example, Gold, LoadedDataset};
 use super::predictions::Predictions;
 use super::progress::progress_bar;
 use super::score::{score_one, EvalOptions, Verdict};
@@ -100,13 +100,18 @@ pub fn build(
             engines.insert(example.db_path.clone(), engine);
         }
         let engine = &engines[&example.db_path];
+        let answers = gold_values(engine, example);
         let mut accepts = |sql: &str| {
             let one = Predictions::Sql(HashMap::from([(
                 example.question_id.clone(),
                 sql.to_string(),
             )]));
-            score_one(engine.executor(), example, &one, &EvalOptions::default()).verdict
-                == Verdict::Correct
+            let right = score_one(engine.executor(), example, &one, &EvalOptions::default())
+                .verdict
+                == Verdict::Correct;
+            right
+                && !names_the_answer(sql, &example.question, &answers)
+                && !lucky_first_row(engine, example, sql, &answers)
         };
         let hint = example.hint.as_deref();
         let annotation =
@@ -135,4 +140,141 @@ pub fn build(
     summary.records_in_store = memory.records().len();
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// Rows of a gold query's result checked for answers a query names.
+const GOLD_ROWS: usize = 50;
+
+/// The gold answer's values, lowercase: the benchmark's answers, or the
+/// first rows of the gold query's result.
+fn gold_values(engine: &Engine, example: &Example) -> Vec<String> {
+    let values: Vec<String> = match &example.gold {
+        Gold::Answers { values, .. } | Gold::AnyOf(values) => values.clone(),
+        Gold::Sql(gold) => match engine.executor().query(gold) {
+            Ok(result) => result
+                .rows
+                .iter()
+                .take(GOLD_ROWS)
+                .flatten()
+                .map(|v| v.to_string())
+                .collect(),
+            Err(_) => Vec::new(),
+        },
+    };
+    values
+        .into_iter()
+        .map(|v| v.trim().to_lowercase())
+        .collect()
+}
+
+/// Whether `sql` is right only by its first row: an acceptable-answers
+/// benchmark (Hits@1) takes a query whose first row is an answer, so a
+/// query that returns a whole column of other values too would pass.
+fn lucky_first_row(engine: &Engine, example: &Example, sql: &str, answers: &[String]) -> bool {
+    if !matches!(example.gold, Gold::AnyOf(_)) {
+        return false;
+    }
+    match engine.executor().query(sql) {
+        Ok(result) => {
+            result.truncated()
+                || result.rows.iter().any(|row| {
+                    row.first()
+                        .is_some_and(|v| !answers.contains(&v.to_string().trim().to_lowercase()))
+                })
+        }
+        Err(_) => true,
+    }
+}
+
+/// Whether `sql` writes an answer value as a quoted literal the question
+/// does not hold: such a query is right by copying the answer (a genre
+/// guessed, a value read off a rejected result), and as an example it
+/// would teach exactly that.
+fn names_the_answer(sql: &str, question: &str, answers: &[String]) -> bool {
+    let question = question.to_lowercase();
+    quoted_literals(sql).into_iter().any(|literal| {
+        let literal = literal.trim().to_lowercase();
+        !literal.is_empty() && answers.contains(&literal) && !question.contains(&literal)
+    })
+}
+
+/// The single-quoted strings of `sql` (`''` inside one is a quote).
+fn quoted_literals(sql: &str) -> Vec<String> {
+    let mut literals = Vec::new();
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\'' {
+            continue;
+        }
+        let mut literal = String::new();
+        while let Some(c) = chars.next() {
+            if c == '\'' {
+                if chars.peek() == Some(&'\'') {
+                    chars.next();
+                    literal.push('\'');
+                    continue;
+                }
+                break;
+            }
+            literal.push(c);
+        }
+        literals.push(literal);
+    }
+    literals
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_query_that_writes_the_answer_the_question_does_not_name_is_refused() {
+        let answers = vec!["fantasy".to_string(), "drama".to_string()];
+        let question = "what genres are the films starred by Caroline Munro";
+        let copied = "SELECT has_genre FROM has_genre WHERE has_genre = 'Fantasy'";
+        assert!(names_the_answer(copied, question, &answers));
+        let honest = "SELECT T2.has_genre FROM starred_actors AS T1 JOIN has_genre AS T2 \
+                      ON T1.entity = T2.entity WHERE T1.starred_actors = 'Caroline Munro'";
+        assert!(!names_the_answer(honest, question, &answers));
+        // A value the question names may be an answer too.
+        let named = "SELECT name FROM t WHERE name = 'Drama'";
+        assert!(!names_the_answer(named, "Is Drama a genre?", &answers));
+    }
+
+    #[test]
+    fn a_query_right_only_by_its_first_row_is_refused_under_hits_at_1() {
+        let db = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/datasets/spider/database/concert_singer/concert_singer.sqlite");
+        let model = Arc::new(crate::llm::scripted::ScriptedModel::new(
+            Vec::<String>::new(),
+        ));
+        let engine = Engine::new(model, &db, SearchConfig::default()).unwrap();
+        let example = Example {
+            question_id: "1".into(),
+            db_id: "concert_singer".into(),
+            db_path: db.clone(),
+            question: "Who is the singer from the Netherlands?".into(),
+            hint: None,
+            gold: Gold::AnyOf(vec!["Joe Sharp".into()]),
+            group: None,
+        };
+        let answers = gold_values(&engine, &example);
+        let whole_column = "SELECT Name FROM singer ORDER BY Country = 'Netherlands' DESC";
+        assert!(lucky_first_row(&engine, &example, whole_column, &answers));
+        let exact = "SELECT Name FROM singer WHERE Country = 'Netherlands'";
+        assert!(!lucky_first_row(&engine, &example, exact, &answers));
+        let sql_gold = Example {
+            gold: Gold::Sql("SELECT Name FROM singer".into()),
+            ..example
+        };
+        assert!(!lucky_first_row(&engine, &sql_gold, whole_column, &answers));
+    }
+
+    #[test]
+    fn quoted_literals_keep_doubled_quotes() {
+        assert_eq!(
+            quoted_literals("SELECT 'a', x FROM t WHERE y = 'O''Brien'"),
+            ["a", "O'Brien"]
+        );
+    }
 }
