@@ -571,9 +571,7 @@ impl MethodArgs {
             ..SearchConfig::default()
         })
     }
-}
 
-impl MethodArgs {
     fn demonstrations(&self) -> Result<Option<Demonstrations>> {
         let Some(path) = &self.memory else {
             return Ok(None);

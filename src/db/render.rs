@@ -160,7 +160,8 @@ fn example_literal(value: &Value) -> String {
     }
 }
 
-fn one_line(s: &str) -> String {
+/// `s` with every run of whitespace (newlines included) one space.
+pub fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::llm::LanguageModel;
 use crate::search::{Engine, SearchConfig, Variant};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::hash_map::{Entry, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -113,16 +113,8 @@ pub fn run(
     let mut engines: HashMap<PathBuf, Engine> = HashMap::new();
     let mut correct = 0;
     for example in todo {
-        if !engines.contains_key(&example.db_path) {
-            let mut engine =
-                Engine::new(Arc::clone(&model), &example.db_path, config.search.clone())?
-                    .with_database_id(&example.db_id);
-            if let Some(judge) = &config.judge {
-                engine = engine.with_discriminator(Arc::clone(judge));
-            }
-            engines.insert(example.db_path.clone(), engine);
-        }
-        let engine = &engines[&example.db_path];
+        let judge = config.judge.as_ref();
+        let engine = engine_for(&mut engines, example, &model, &config.search, judge)?;
         let answer = engine.answer(&example.question, example.hint.as_deref())?;
         let cost = &answer.trace.cost;
         let record = PredictionRecord {
@@ -176,6 +168,29 @@ pub fn run(
     };
     write_summary(&config.out, &summary)?;
     Ok(summary)
+}
+
+/// The engine of `example`'s database, opened on its first question and
+/// named as the benchmark names the database (so that no demonstration
+/// of it is shown); `judge` judges its candidates when given.
+pub(super) fn engine_for<'a>(
+    engines: &'a mut HashMap<PathBuf, Engine>,
+    example: &Example,
+    model: &Arc<dyn LanguageModel>,
+    search: &SearchConfig,
+    judge: Option<&Arc<dyn LanguageModel>>,
+) -> Result<&'a Engine> {
+    match engines.entry(example.db_path.clone()) {
+        Entry::Occupied(open) => Ok(open.into_mut()),
+        Entry::Vacant(slot) => {
+            let mut engine = Engine::new(Arc::clone(model), &example.db_path, search.clone())?
+                .with_database_id(&example.db_id);
+            if let Some(judge) = judge {
+                engine = engine.with_discriminator(Arc::clone(judge));
+            }
+            Ok(slot.insert(engine))
+        }
+    }
 }
 
 const SUMMARY: &str = "summary.json";

@@ -6,6 +6,7 @@
 //! kept and their questions not annotated again, so an interrupted build
 //! continues where it stopped.
 
+use super::bench::engine_for;
 use super::dataset::{DatasetKind, Example, Gold, LoadedDataset};
 use super::predictions::Predictions;
 use super::progress::progress_bar;
@@ -13,7 +14,7 @@ use super::score::{score_one, EvalOptions, Verdict};
 use crate::error::Result;
 use crate::llm::LanguageModel;
 use crate::memory::{used_tables, Memory, Record, Task};
-use crate::search::{Engine, SearchConfig};
+use crate::search::{string_literals, Engine, SearchConfig};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -94,12 +95,7 @@ pub fn build(
     let bar = progress_bar(todo.len(), 0, config.progress);
     let mut engines: HashMap<PathBuf, Engine> = HashMap::new();
     for example in todo {
-        if !engines.contains_key(&example.db_path) {
-            let engine = Engine::new(Arc::clone(&model), &example.db_path, config.search.clone())?
-                .with_database_id(&example.db_id);
-            engines.insert(example.db_path.clone(), engine);
-        }
-        let engine = &engines[&example.db_path];
+        let engine = engine_for(&mut engines, example, &model, &config.search, None)?;
         let answers = gold_values(engine, example);
         let mut accepts = |sql: &str| {
             let one = Predictions::Sql(HashMap::from([(
@@ -192,35 +188,10 @@ fn lucky_first_row(engine: &Engine, example: &Example, sql: &str, answers: &[Str
 /// would teach exactly that.
 fn names_the_answer(sql: &str, question: &str, answers: &[String]) -> bool {
     let question = question.to_lowercase();
-    quoted_literals(sql).into_iter().any(|literal| {
+    string_literals(sql).into_iter().any(|literal| {
         let literal = literal.trim().to_lowercase();
         !literal.is_empty() && answers.contains(&literal) && !question.contains(&literal)
     })
-}
-
-/// The single-quoted strings of `sql` (`''` inside one is a quote).
-fn quoted_literals(sql: &str) -> Vec<String> {
-    let mut literals = Vec::new();
-    let mut chars = sql.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\'' {
-            continue;
-        }
-        let mut literal = String::new();
-        while let Some(c) = chars.next() {
-            if c == '\'' {
-                if chars.peek() == Some(&'\'') {
-                    chars.next();
-                    literal.push('\'');
-                    continue;
-                }
-                break;
-            }
-            literal.push(c);
-        }
-        literals.push(literal);
-    }
-    literals
 }
 
 #[cfg(test)]
@@ -268,13 +239,5 @@ mod tests {
             ..example
         };
         assert!(!lucky_first_row(&engine, &sql_gold, whole_column, &answers));
-    }
-
-    #[test]
-    fn quoted_literals_keep_doubled_quotes() {
-        assert_eq!(
-            quoted_literals("SELECT 'a', x FROM t WHERE y = 'O''Brien'"),
-            ["a", "O'Brien"]
-        );
     }
 }

@@ -1,5 +1,6 @@
 //! One worked example of the demonstration memory.
 
+use crate::db::render::one_line;
 use crate::db::Schema;
 use serde::{Deserialize, Serialize};
 
@@ -90,10 +91,6 @@ fn mentions(text: &str, name: &str) -> bool {
         let after = text[at + name.len()..].chars().next();
         !before.is_some_and(is_word) && !after.is_some_and(is_word)
     })
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

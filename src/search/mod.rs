@@ -14,6 +14,7 @@ mod read_answer;
 pub mod reasoner;
 pub mod repair;
 mod sql_text;
+pub use sql_text::string_literals;
 pub mod tree;
 mod variant;
 

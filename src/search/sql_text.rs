@@ -63,6 +63,21 @@ pub(super) fn pieces(sql: &str) -> Vec<Piece<'_>> {
     out
 }
 
+/// The text of each string literal of `sql`, unquoted (`''` is a quote).
+pub fn string_literals(sql: &str) -> Vec<String> {
+    pieces(sql)
+        .into_iter()
+        .filter_map(|piece| match piece {
+            Piece::Other(text) if text.starts_with('\'') => {
+                let inner = text.strip_prefix('\'').unwrap_or(text);
+                let inner = inner.strip_suffix('\'').unwrap_or(inner);
+                Some(inner.replace("''", "'"))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 pub(super) fn join(pieces: &[Piece<'_>]) -> String {
     pieces.iter().map(Piece::text).collect()
 }
@@ -518,6 +533,14 @@ pub fn add_join(sql: &str, name: &str, join: &str, outer_only: bool) -> Option<S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn string_literals_are_unquoted_with_doubled_quotes_kept() {
+        assert_eq!(
+            string_literals("SELECT 'a', x FROM t WHERE y = 'O''Brien' AND z = ''"),
+            ["a", "O'Brien", ""]
+        );
+    }
 
     #[test]
     fn identifiers_are_replaced_outside_literals_only() {
