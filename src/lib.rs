@@ -23,6 +23,7 @@ pub mod db;
 pub mod error;
 pub mod eval;
 mod files;
+pub mod functions;
 pub mod llm;
 pub mod mcp;
 pub mod memory;

@@ -450,6 +450,11 @@ struct MethodArgs {
     /// With --memory: prompt tokens the examples take at most (estimated).
     #[arg(long, default_value_t = iesr::memory::DEFAULT_EXAMPLE_TOKENS)]
     memory_tokens: usize,
+    /// Let the query call functions SQLite lacks (`fn_...`), written in
+    /// JavaScript by the model and run in a sandbox; the library's
+    /// convert_unit is there either way.
+    #[arg(long)]
+    functions: bool,
     #[command(flatten)]
     search: TreeSearchArgs,
 }
@@ -567,6 +572,7 @@ impl MethodArgs {
             feedback_rounds: self.feedback_rounds,
             read_chars: self.read_chars,
             demonstrations: self.demonstrations()?,
+            functions: self.functions,
             iesr: self.search.config(gpu_class)?,
             ..SearchConfig::default()
         })

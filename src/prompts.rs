@@ -81,6 +81,23 @@ pub const READ_ANSWER_USER: Template = Template {
     text: include_str!("../prompts/read_answer.user.txt"),
 };
 
+/// What the direct prompts say about functions, when they are on.
+pub const FUNCTIONS: Template = Template {
+    name: "functions.user",
+    text: include_str!("../prompts/functions.user.txt"),
+};
+
+/// A function SQLite lacks, asked for in JavaScript.
+pub const FUNCTION_WRITING_SYSTEM: Template = Template {
+    name: "function_writing.system",
+    text: include_str!("../prompts/function_writing.system.txt"),
+};
+
+pub const FUNCTION_WRITING_USER: Template = Template {
+    name: "function_writing.user",
+    text: include_str!("../prompts/function_writing.user.txt"),
+};
+
 /// The hint as a prompt line, or nothing when there is none.
 pub fn hint_line(hint: Option<&str>) -> String {
     hint.filter(|h| !h.trim().is_empty())

@@ -7,6 +7,7 @@ use super::guard::{authorize, check_single_read, normalize};
 use super::open::{open_read_only, Deadline};
 use super::value::Value;
 use crate::error::{QueryError, Result};
+use crate::functions;
 use lru::LruCache;
 use rayon::prelude::*;
 use rusqlite::hooks::Authorization;
@@ -38,6 +39,8 @@ pub struct ExecConfig {
     /// machine. The limit is SQLite's for the whole process: the latest
     /// opened executor's applies to every connection.
     pub max_memory_bytes: usize,
+    /// Limits of the JavaScript functions a query may call.
+    pub functions: crate::functions::Limits,
 }
 
 impl Default for ExecConfig {
@@ -48,6 +51,7 @@ impl Default for ExecConfig {
             cache_entries: 4_096,
             max_value_bytes: 16 << 20,
             max_memory_bytes: 2 << 30,
+            functions: crate::functions::Limits::default(),
         }
     }
 }
@@ -133,7 +137,7 @@ impl Executor {
     /// error placed at an offset only for the same text: preparing another
     /// layout again fails fast and places its own).
     pub fn query(&self, sql: &str) -> QueryOutcome {
-        let key = normalize(sql);
+        let key = cache_key(sql);
         let hit = self
             .cache
             .lock()
@@ -161,7 +165,7 @@ impl Executor {
         let slots: Vec<usize> = sqls
             .iter()
             .map(|sql| {
-                *seen.entry(normalize(sql.as_ref())).or_insert_with(|| {
+                *seen.entry(cache_key(sql.as_ref())).or_insert_with(|| {
                     unique.push(sql.as_ref());
                     unique.len() - 1
                 })
@@ -210,7 +214,8 @@ impl Executor {
         sql: &str,
         mut keep: impl FnMut(usize, Vec<Value>),
     ) -> Result<Stepped, QueryError> {
-        check_single_read(sql)?;
+        let (program, body) = functions::split(sql);
+        check_single_read(body)?;
         let guarded = self.take_connection()?;
         guarded.denied.store(false, Ordering::Relaxed);
         guarded.deadline.arm(self.config.timeout);
@@ -221,13 +226,22 @@ impl Executor {
                 query_error(e, &self.config)
             }
         };
-        let result = step_all(
-            &guarded.conn,
-            sql,
-            self.config.max_rows,
-            &mut keep,
-            to_query_error,
-        );
+        let result = match program
+            .map(|p| functions::sqlite::register_program(&guarded.conn, p, &self.config.functions))
+        {
+            Some(Err(e)) => Err(QueryError::Sql(format!("the query's functions: {e}"))),
+            registered => {
+                let result = step_all(
+                    &guarded.conn,
+                    sql,
+                    self.config.max_rows,
+                    &mut keep,
+                    to_query_error,
+                );
+                drop(registered);
+                result
+            }
+        };
         guarded.deadline.disarm();
         self.pool.lock().expect("pool lock").push(guarded);
         result
@@ -304,6 +318,7 @@ fn connect(path: &Path, config: &ExecConfig) -> Result<GuardedConnection> {
         // Belt and braces beside the read-only open: SQLite refuses writes.
         conn.pragma_update(None, "query_only", true)?;
         conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, max_value_bytes)?;
+        functions::sqlite::register_library(conn, &config.functions)?;
         conn.authorizer(Some(move |context: rusqlite::hooks::AuthContext<'_>| {
             let verdict = authorize(context);
             if verdict == Authorization::Deny {
@@ -322,6 +337,15 @@ fn connect(path: &Path, config: &ExecConfig) -> Result<GuardedConnection> {
         deadline,
         denied,
     })
+}
+
+/// What a query's cached outcome is filed under: its normalised SQL,
+/// behind its functions' text (which normalising would drop as a comment).
+fn cache_key(sql: &str) -> String {
+    match functions::split(sql) {
+        (Some(program), body) => format!("{program}\n{}", normalize(body)),
+        (None, _) => normalize(sql),
+    }
 }
 
 fn query_error(error: rusqlite::Error, config: &ExecConfig) -> QueryError {

@@ -4,6 +4,7 @@
 //! the one before fell short.
 
 use super::extract::extract_sql;
+use super::functions::Written;
 use super::Engine;
 use crate::db::{QueryOutcome, QueryResult};
 use crate::error::Result;
@@ -26,12 +27,13 @@ impl Engine {
     /// that runs with a value, or None.
     pub(super) fn correct_by_feedback(
         &self,
+        question: &str,
         mut messages: Vec<ChatMessage>,
-        sql: &str,
-        outcome: &QueryOutcome,
+        (sql, outcome): (&str, &QueryOutcome),
         rounds: usize,
         trace: &mut Trace,
     ) -> Result<Option<(String, Arc<QueryResult>)>> {
+        let mut written_functions = Written::default();
         let sampling = Sampling {
             temperature: 0.0,
             max_tokens: self.config.max_tokens,
@@ -61,7 +63,8 @@ impl Engine {
             let Some(written) = written else {
                 return Ok(None);
             };
-            let (written, ran) = self.names.query_or_fix(&self.executor, &written);
+            let (written, ran) =
+                self.run_written(question, &written, &mut written_functions, trace)?;
             trace.candidates.push(CandidateRecord {
                 sql: written.clone(),
                 execution: Execution::from_outcome(&ran),

@@ -6,6 +6,7 @@ mod annotate;
 mod continuation;
 pub mod extract;
 mod feedback;
+mod functions;
 mod iesr;
 pub mod mcts;
 pub mod name_constraint;
@@ -133,6 +134,9 @@ pub struct SearchConfig {
     /// Worked examples shown by the prompts that write a query directly
     /// (greedy, sc, the search's direct query); None shows none.
     pub demonstrations: Option<Demonstrations>,
+    /// Let the direct prompts call functions SQLite lacks (`fn_...`),
+    /// written in JavaScript when a query needs them (`functions`).
+    pub functions: bool,
     pub exec: ExecConfig,
     pub iesr: IesrConfig,
 }
@@ -152,6 +156,7 @@ impl Default for SearchConfig {
             feedback_rounds: DEFAULT_FEEDBACK_ROUNDS,
             read_chars: DEFAULT_READ_CHARS,
             demonstrations: None,
+            functions: false,
             exec: ExecConfig::default(),
             iesr: IesrConfig::default(),
         }
@@ -173,11 +178,10 @@ pub struct Answer {
     pub trace: Trace,
 }
 
-/// A failed query written again: the call, and the query and its result
-/// when it runs.
+/// A failed query written again: the call, and the query it wrote.
 struct Redecoded {
     call: CallRecord,
-    ran: Option<(String, Arc<QueryResult>)>,
+    written: Option<String>,
 }
 
 /// A database opened for answering questions with one model.
@@ -218,9 +222,9 @@ impl Engine {
         let schema_text = render_schema(&schema, config.schema_chars);
         let schema_full_chars = focus::rendered_chars(&schema);
         let names = Arc::new(repair::SchemaNames::of(&schema));
-        let constraint = config
-            .name_constraint
-            .then(|| name_constraint::NameConstraint::for_schema(&schema, model.as_ref()));
+        let constraint = config.name_constraint.then(|| {
+            name_constraint::NameConstraint::for_schema(&schema, model.as_ref(), config.functions)
+        });
         let direct_constraint = if config.query_first {
             Some(query_first::QueryFirst::around(constraint.clone()))
         } else {
@@ -370,15 +374,31 @@ impl Engine {
                 }
             })
             .unzip();
+        let mut written_functions = functions::Written::default();
+        for (sql, outcome) in sqls.iter_mut().zip(outcomes.iter_mut()) {
+            if let Some((with_functions, ran)) =
+                self.supply_functions(question, sql, outcome, &mut written_functions, &mut trace)?
+            {
+                (*sql, *outcome) = (with_functions, ran);
+            }
+        }
         if !outcomes.iter().any(feedback::has_value) {
             for (i, (answer, _, _)) in answered.iter().enumerate() {
                 if let Err(error) = &outcomes[i] {
                     let redone = self.redecode(&messages, answer, &sqls[i], error, &sampling)?;
-                    if let Some(Redecoded { call, ran }) = redone {
+                    if let Some(Redecoded { call, written }) = redone {
                         trace.cost.add(&call.usage);
                         trace.calls.push(call);
-                        if let Some((sql, result)) = ran {
-                            (sqls[i], outcomes[i]) = (sql, Ok(result));
+                        if let Some(written) = written {
+                            let (sql, ran) = self.run_written(
+                                question,
+                                &written,
+                                &mut written_functions,
+                                &mut trace,
+                            )?;
+                            if let Ok(result) = ran {
+                                (sqls[i], outcomes[i]) = (sql, Ok(result));
+                            }
                         }
                     }
                 }
@@ -406,8 +426,13 @@ impl Engine {
             .is_some_and(|i| feedback::has_value(&outcomes[i]));
         if let Some(i) = chosen.winner.filter(|_| !chosen_has_value) {
             let rounds = self.config.feedback_rounds;
-            let corrected =
-                self.correct_by_feedback(messages, &sqls[i], &outcomes[i], rounds, &mut trace)?;
+            let corrected = self.correct_by_feedback(
+                question,
+                messages,
+                (&sqls[i], &outcomes[i]),
+                rounds,
+                &mut trace,
+            )?;
             if let Some((sql, result)) = corrected {
                 return Ok(Answer {
                     sql: Some(sql),
@@ -444,8 +469,7 @@ impl Engine {
     /// went wrong, with the name constraint on and `redecode`, when none of
     /// the replies answered: a rescue for the question, never one more
     /// vote among answers (which measured no gain for the tokens it cost).
-    /// The call, and the query written again and its result when it runs
-    /// (fixed in place if need be); None when no call was made.
+    /// The call and the query written again; None when no call was made.
     fn redecode(
         &self,
         messages: &[ChatMessage],
@@ -469,13 +493,10 @@ impl Engine {
         else {
             return Ok(None);
         };
-        let mended = extract_sql(&rewritten).and_then(|new_sql| {
-            match self.names.query_or_fix(&self.executor, &new_sql) {
-                (sql, Ok(result)) => Some((sql, result)),
-                (_, Err(_)) => None,
-            }
-        });
-        Ok(Some(Redecoded { call, ran: mended }))
+        Ok(Some(Redecoded {
+            call,
+            written: extract_sql(&rewritten),
+        }))
     }
 
     /// When sc's samples ran to more than one result, the group the
@@ -534,10 +555,11 @@ impl Engine {
     }
 
     /// The worked examples the direct prompts show for `question` (none of
-    /// this database), as a prompt paragraph; the trace names them.
+    /// this database), as a prompt paragraph (the trace names them), and
+    /// what functions a query may call when functions are on.
     fn examples(&self, question: &str, trace: &mut Trace) -> Result<String> {
         let Some(demonstrations) = &self.config.demonstrations else {
-            return Ok(String::new());
+            return Ok(self.functions_paragraph());
         };
         let chosen = demonstrations.memory.nearest(
             question,
@@ -548,7 +570,7 @@ impl Engine {
             .iter()
             .map(|r| format!("{}/{}/{}", r.dataset, r.db_id, r.question_id))
             .collect();
-        Ok(memory::render(&chosen))
+        Ok(memory::render(&chosen) + &self.functions_paragraph())
     }
 
     /// The schema as the one-call prompts for `question` show it: focused

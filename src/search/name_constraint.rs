@@ -18,6 +18,7 @@
 
 use super::sql_text::{pieces, table_aliases, Piece, CLAUSES_AFTER_FROM};
 use crate::db::Schema;
+use crate::functions::DECLARED_PREFIX;
 use crate::llm::constraint::{Constraint, TextChecker, TextConstraint};
 use crate::llm::LanguageModel;
 use std::collections::{HashMap, HashSet};
@@ -44,6 +45,9 @@ pub struct SchemaVocabulary {
     /// token of ` Name` and of `Name`, trimmed and lowercased); empty
     /// where the tokenizer is not at hand.
     table_starts: HashMap<String, Vec<String>>,
+    /// Whether a call may name a function the query declares
+    /// (`crate::functions::DECLARED_PREFIX`), to be written for it.
+    declared_functions: bool,
 }
 
 impl SchemaVocabulary {
@@ -93,11 +97,27 @@ impl SchemaVocabulary {
             tables,
             columns,
             table_starts: HashMap::new(),
+            declared_functions: false,
         }
     }
 
     fn is_table(&self, word: &str) -> bool {
         self.tables.contains_key(word)
+    }
+
+    /// Whether `word` names a function, or (`growing`) may still become
+    /// one's name.
+    fn is_function(&self, word: &str, growing: bool) -> bool {
+        let declared = |w: &str| {
+            self.declared_functions
+                && (w.starts_with(DECLARED_PREFIX) || (growing && DECLARED_PREFIX.starts_with(w)))
+        };
+        let known = if growing {
+            FUNCTIONS.iter().any(|f| f.starts_with(word))
+        } else {
+            FUNCTIONS.contains(&word)
+        };
+        known || declared(word)
     }
 
     /// Whether `word`, the first token of a table name being written, is
@@ -123,8 +143,18 @@ pub struct NameConstraint {
 
 impl NameConstraint {
     /// The sampling setting for `schema`.
-    pub fn for_schema(schema: &Schema, model: &dyn LanguageModel) -> Constraint {
-        Self::continuing(SchemaVocabulary::of(schema, model), "")
+    /// With `declared_functions`, calls may also name functions the query
+    /// declares, to be written for it (`crate::functions`).
+    pub fn for_schema(
+        schema: &Schema,
+        model: &dyn LanguageModel,
+        declared_functions: bool,
+    ) -> Constraint {
+        let mut names = SchemaVocabulary::of(schema, model);
+        Arc::get_mut(&mut names)
+            .expect("a vocabulary just made has one owner")
+            .declared_functions = declared_functions;
+        Self::continuing(names, "")
     }
 
     /// The setting for completions that continue `written` (the start of
@@ -365,10 +395,8 @@ impl SchemaVocabulary {
                     let known = self.scope_known(&scopes, with_query);
                     let starts = |c: &String| c.starts_with(&lower);
                     (!known && lower.chars().count() <= LATER_ALIAS_CHARS)
-                        || KEYWORDS
-                            .iter()
-                            .chain(FUNCTIONS)
-                            .any(|k| k.starts_with(&lower))
+                        || KEYWORDS.iter().any(|k| k.starts_with(&lower))
+                        || self.is_function(&lower, true)
                         || self.tables.keys().any(|t| t.starts_with(&lower))
                         || defined.iter().any(|d| d.starts_with(&lower))
                         || bound.iter().any(|(n, _)| n.starts_with(&lower))
@@ -434,7 +462,7 @@ impl SchemaVocabulary {
                             self.is_table(&lower) || alias || !self.scope_known(&scopes, with_query)
                         }
                         // A call, or a keyword before a parenthesis (IN, EXISTS).
-                        Some('(') => keyword || FUNCTIONS.contains(&lower.as_str()),
+                        Some('(') => keyword || self.is_function(&lower, false),
                         // A table's name on its own is not a value: SQLite
                         // reads `WHERE Paragraphs > 1` as a column.
                         _ => {
@@ -794,6 +822,8 @@ const FUNCTIONS: &[&str] = &[
     "unixepoch",
     "upper",
     "cast",
+    // The library's (`crate::functions`).
+    "convert_unit",
 ];
 
 /// The keywords a single read query can hold (a schema-less word that is
@@ -893,7 +923,7 @@ mod tests {
 
     fn checker() -> Box<dyn TextChecker> {
         let no_tokenizer = ScriptedModel::new(Vec::<String>::new());
-        NameConstraint::for_schema(&demo::schema(), &no_tokenizer)
+        NameConstraint::for_schema(&demo::schema(), &no_tokenizer, false)
             .0
             .checker()
     }
@@ -1009,7 +1039,7 @@ mod tests {
     fn the_first_table_begins_as_the_tokenizer_begins_it() {
         let schema = demo::schema();
         let checker = || {
-            NameConstraint::for_schema(&schema, &FourLetterStarts)
+            NameConstraint::for_schema(&schema, &FourLetterStarts, false)
                 .0
                 .checker()
         };
@@ -1116,6 +1146,32 @@ mod tests {
         assert_eq!(verdicts(&[from, "Age * 0.", "6"]), [true, true, true]);
         assert_eq!(verdicts(&[from, "Age * 0.", "6 >"]), [true, true, true]);
         assert_eq!(verdicts(&[select, "singer", ".*"]), [true, true, true]);
+    }
+
+    #[test]
+    fn a_declared_function_may_be_called_only_when_functions_are_on() {
+        let no_tokenizer = ScriptedModel::new(Vec::<String>::new());
+        let with_functions = || {
+            NameConstraint::for_schema(&demo::schema(), &no_tokenizer, true)
+                .0
+                .checker()
+        };
+        let select = "```sql\nSELECT ";
+        let call = [select, "fn", "_age_in_months", "(Age) FROM singer "];
+        assert_eq!(verdicts_of(with_functions(), &call), [true; 4]);
+        assert_eq!(verdicts(&call), [true, true, false, false]);
+        // The library's function is known either way; a name outside the
+        // prefix stays invented, and a declared name is no column.
+        let library = [select, "convert_unit(Age, 's', 'h') FROM singer "];
+        assert_eq!(verdicts(&library), [true, true]);
+        assert_eq!(
+            verdicts_of(with_functions(), &[select, "liftoff("]),
+            [true, false]
+        );
+        assert_eq!(
+            verdicts_of(with_functions(), &[select, "fn_age,"]),
+            [true, false]
+        );
     }
 
     #[test]

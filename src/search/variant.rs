@@ -81,6 +81,9 @@ impl SearchConfig {
         if !self.name_constraint {
             changes.insert(0, "no-name-constraint".to_string());
         }
+        if self.functions {
+            changes.insert(0, "functions".to_string());
+        }
         if let Some(demonstrations) = &self.demonstrations {
             let retrieval = &demonstrations.retrieval;
             let defaults = crate::memory::Retrieval::default();

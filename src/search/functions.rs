@@ -1,0 +1,349 @@
+//! Synthesised functions: a query that calls `fn_...`, a function SQLite
+//! lacks, gets it written in JavaScript by the model (shown the question,
+//! the query and the call), checked by running the query, and written
+//! again when it fails, up to [`TRIES_PER_FUNCTION`] times. The functions
+//! travel with the query in its `/*js */` block (`crate::functions`).
+
+use super::Engine;
+use crate::db::QueryOutcome;
+use crate::error::Result;
+use crate::functions::{self, DECLARED_PREFIX};
+use crate::llm::{ChatMessage, Prompt, Sampling};
+use crate::prompts::{FUNCTIONS, FUNCTION_WRITING_SYSTEM, FUNCTION_WRITING_USER};
+use crate::trace::{CallRecord, Trace};
+use std::collections::HashMap;
+
+/// T: how many times one function is written before the query is given up.
+pub const TRIES_PER_FUNCTION: usize = 3;
+
+/// Most functions one query may have written for it.
+const MAX_FUNCTIONS: usize = 3;
+
+/// Functions already written for one question, by name: samples that call
+/// the same function share it instead of each paying for it.
+#[derive(Default)]
+pub(crate) struct Written {
+    by_name: HashMap<String, String>,
+}
+
+impl Engine {
+    /// The paragraph the direct prompts show about functions, when they
+    /// are on.
+    pub(super) fn functions_paragraph(&self) -> String {
+        if self.config.functions {
+            format!("{}\n", FUNCTIONS.render(&[]).trim_end())
+        } else {
+            String::new()
+        }
+    }
+
+    /// Runs a query the model wrote: fixed in place if a name is clearly
+    /// wrong, with its functions written when it calls any.
+    pub(super) fn run_written(
+        &self,
+        question: &str,
+        sql: &str,
+        written: &mut Written,
+        trace: &mut Trace,
+    ) -> Result<(String, QueryOutcome)> {
+        let (sql, outcome) = self.names.query_or_fix(&self.executor, sql);
+        Ok(self
+            .supply_functions(question, &sql, &outcome, written, trace)?
+            .unwrap_or((sql, outcome)))
+    }
+
+    /// When `outcome` failed because `sql` calls a declared function
+    /// SQLite lacks, the query with its functions written and what running
+    /// it gave (the last try's, if none ran); None when there is nothing
+    /// to write.
+    pub(super) fn supply_functions(
+        &self,
+        question: &str,
+        sql: &str,
+        outcome: &QueryOutcome,
+        written: &mut Written,
+        trace: &mut Trace,
+    ) -> Result<Option<(String, QueryOutcome)>> {
+        if !self.config.functions || declared_missing(outcome).is_none() {
+            return Ok(None);
+        }
+        let (_, body) = functions::split(sql);
+        let body = body.trim().to_string();
+        let mut program: Vec<(String, String)> = Vec::new();
+        let mut tries: HashMap<String, usize> = HashMap::new();
+        let mut last = (sql.to_string(), outcome.clone());
+        loop {
+            let (name, failure) = match &last.1 {
+                Ok(_) => return Ok(Some(last)),
+                Err(e) => match (declared_missing(&last.1), failing_function(&e.to_string())) {
+                    (Some(name), _) => (name, None),
+                    (None, Some(name)) if program.iter().any(|(n, _)| *n == name) => {
+                        (name, Some(e.to_string()))
+                    }
+                    // The newest function does not compile.
+                    (None, _) if e.to_string().contains(functions::NOT_LOADING) => {
+                        match program.last() {
+                            Some((name, _)) => (name.clone(), Some(e.to_string())),
+                            None => return Ok(Some(last)),
+                        }
+                    }
+                    _ => return Ok(Some(last)),
+                },
+            };
+            let tried = tries.entry(name.clone()).or_default();
+            let new_function = !program.iter().any(|(n, _)| *n == name);
+            if *tried >= TRIES_PER_FUNCTION || (new_function && program.len() >= MAX_FUNCTIONS) {
+                return Ok(Some(last));
+            }
+            *tried += 1;
+            let source = match written.by_name.get(&name).filter(|_| failure.is_none()) {
+                Some(source) => Some(source.clone()),
+                None => self.write_function(question, &body, &name, failure.as_deref(), trace)?,
+            };
+            let Some(source) = source else {
+                return Ok(Some(last));
+            };
+            written.by_name.insert(name.clone(), source.clone());
+            match program.iter_mut().find(|(n, _)| *n == name) {
+                Some(entry) => entry.1 = source,
+                None => program.push((name, source)),
+            }
+            let text: Vec<&str> = program.iter().map(|(_, s)| s.as_str()).collect();
+            let attached = functions::attach(&text.join("\n"), &body);
+            let ran = self.executor.query(&attached);
+            last = (attached, ran);
+        }
+    }
+
+    /// One call that writes `name` for `sql`; the function's source, or
+    /// None when the reply holds no declaration of it.
+    fn write_function(
+        &self,
+        question: &str,
+        sql: &str,
+        name: &str,
+        failure: Option<&str>,
+        trace: &mut Trace,
+    ) -> Result<Option<String>> {
+        let failure = failure
+            .map(|f| format!("\nThe last version failed: {f}. Write it again."))
+            .unwrap_or_default();
+        let call = call_site(sql, name).unwrap_or_else(|| format!("{name}(...)"));
+        let messages = vec![
+            ChatMessage::new("system", FUNCTION_WRITING_SYSTEM.render(&[])),
+            ChatMessage::new(
+                "user",
+                FUNCTION_WRITING_USER.render(&[
+                    ("question", question),
+                    ("sql", sql),
+                    ("name", name),
+                    ("call", &call),
+                    ("failure", &failure),
+                ]),
+            ),
+        ];
+        let sampling = Sampling {
+            temperature: 0.0,
+            max_tokens: self.config.max_tokens,
+            seed: self.config.seed,
+            n: 1,
+            ..Sampling::default()
+        };
+        let generation = self
+            .model
+            .generate(&Prompt::Chat(messages.clone()), &sampling)?;
+        trace.cost.add(&generation.usage);
+        let call = CallRecord::new("function_writing", messages, &sampling, generation);
+        let source = call.outputs.first().and_then(|o| function_source(o, name));
+        trace.calls.push(call);
+        Ok(source)
+    }
+}
+
+/// The declared function (named with [`DECLARED_PREFIX`]) whose absence
+/// made `outcome` fail.
+fn declared_missing(outcome: &QueryOutcome) -> Option<String> {
+    let error = outcome.as_ref().err()?.to_string();
+    functions::missing_function(&error)
+        .filter(|name| name.to_ascii_lowercase().starts_with(DECLARED_PREFIX))
+        .map(String::from)
+}
+
+/// The function a query's own function error names (`function NAME ...`).
+fn failing_function(error: &str) -> Option<String> {
+    let at = error.find("function ")?;
+    let name: String = error[at + "function ".len()..]
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    (!name.is_empty()).then_some(name)
+}
+
+/// How `sql` calls `name`: the call's text up to its closing parenthesis.
+fn call_site(sql: &str, name: &str) -> Option<String> {
+    let lower = sql.to_ascii_lowercase();
+    let start = lower.find(&format!("{}(", name.to_ascii_lowercase()))?;
+    let mut depth = 0usize;
+    for (i, c) in sql[start..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(sql[start..=start + i].to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The JavaScript of a reply: its fenced block (or the whole reply), from
+/// the declaration of `name` on, when it declares it. A block comment end
+/// inside it would close the query's functions block early, so such a
+/// function is not taken.
+fn function_source(reply: &str, name: &str) -> Option<String> {
+    let code = fenced(reply).unwrap_or(reply);
+    let declared = functions::declared_names(code);
+    if !declared.iter().any(|n| n == name) || code.contains("*/") {
+        return None;
+    }
+    Some(code.trim().to_string())
+}
+
+/// The inside of the first ``` block of `text` (an unclosed one runs to
+/// the end).
+fn fenced(text: &str) -> Option<&str> {
+    let open = text.find("```")?;
+    let after = &text[open + 3..];
+    let body = &after[after.find('\n').map_or(after.len(), |i| i + 1)..];
+    Some(body.find("```").map_or(body, |close| &body[..close]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::Value;
+    use crate::llm::scripted::ScriptedModel;
+    use crate::search::{Answer, Method, SearchConfig};
+    use std::sync::Arc;
+
+    fn answer(replies: Vec<&str>, functions: bool) -> Answer {
+        let database = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/datasets/spider/database/concert_singer/concert_singer.sqlite");
+        let config = SearchConfig {
+            method: Method::Greedy,
+            functions,
+            feedback_rounds: 0,
+            name_constraint: false,
+            ..SearchConfig::default()
+        };
+        Engine::new(Arc::new(ScriptedModel::new(replies)), &database, config)
+            .unwrap()
+            .answer("How old is the oldest singer in months?", None)
+            .unwrap()
+    }
+
+    fn stages(answer: &Answer) -> Vec<&str> {
+        answer
+            .trace
+            .calls
+            .iter()
+            .map(|c| c.stage.as_str())
+            .collect()
+    }
+
+    const QUERY: &str = "```sql\nSELECT fn_years_to_months(max(Age)) FROM singer\n```";
+
+    #[test]
+    fn a_declared_function_is_written_and_travels_with_the_query() {
+        let function = "```javascript\nfunction fn_years_to_months(y) { return y * 12; }\n```";
+        let answer = answer(vec![QUERY, function], true);
+        assert_eq!(stages(&answer), ["sql_generation", "function_writing"]);
+        let sql = answer.sql.as_deref().unwrap();
+        assert!(
+            sql.starts_with("/*js\nfunction fn_years_to_months(y)"),
+            "{sql}"
+        );
+        assert!(sql.ends_with("SELECT fn_years_to_months(max(Age)) FROM singer"));
+        // The oldest singer of concert_singer is 52.
+        assert_eq!(answer.result.unwrap().rows, [[Value::Integer(624)]]);
+        let asked = &answer.trace.calls[1].prompt[1].content;
+        assert!(
+            asked.contains("called as fn_years_to_months(max(Age))"),
+            "{asked}"
+        );
+        // The direct prompt told the model it may call one.
+        assert!(answer.trace.calls[0].prompt[1]
+            .content
+            .contains("fn_<what_it_does>"));
+    }
+
+    #[test]
+    fn a_function_that_fails_is_written_again_shown_its_error() {
+        let broken = "```javascript\nfunction fn_years_to_months(y) { return years * 12; }\n```";
+        let fixed = "```javascript\nfunction fn_years_to_months(y) { return y * 12; }\n```";
+        let answer = answer(vec![QUERY, broken, fixed], true);
+        assert_eq!(
+            stages(&answer),
+            ["sql_generation", "function_writing", "function_writing"]
+        );
+        let again = &answer.trace.calls[2].prompt[1].content;
+        assert!(again.contains("The last version failed"), "{again}");
+        assert!(again.contains("years is not defined"), "{again}");
+        assert_eq!(answer.result.unwrap().rows, [[Value::Integer(624)]]);
+    }
+
+    #[test]
+    fn a_function_is_tried_at_most_t_times() {
+        let broken = "```javascript\nfunction fn_years_to_months(y) { return years * 12; }\n```";
+        let answer = answer(vec![QUERY, broken, broken, broken, broken], true);
+        assert_eq!(stages(&answer).len(), 1 + TRIES_PER_FUNCTION);
+        assert!(answer.result.is_none());
+        let error = answer.error.unwrap();
+        assert!(
+            error.contains("function fn_years_to_months failed"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn without_functions_nothing_is_written_and_the_prompt_says_nothing() {
+        let answer = answer(vec![QUERY], false);
+        assert_eq!(stages(&answer), ["sql_generation"]);
+        assert!(answer.error.unwrap().contains("no such function"));
+        assert!(!answer.trace.calls[0].prompt[1].content.contains("fn_"));
+    }
+
+    #[test]
+    fn the_call_site_is_read_to_its_closing_parenthesis() {
+        let sql = "SELECT fn_speed(max(T1.v), 'km') + 1 FROM t AS T1";
+        assert_eq!(
+            call_site(sql, "fn_speed").as_deref(),
+            Some("fn_speed(max(T1.v), 'km')")
+        );
+        assert_eq!(call_site(sql, "fn_other"), None);
+    }
+
+    #[test]
+    fn a_reply_gives_its_function_only_when_it_declares_the_name() {
+        let reply = "```javascript\nfunction fn_half(x) {\n  return x / 2;\n}\n```\nDone.";
+        assert_eq!(
+            function_source(reply, "fn_half").as_deref(),
+            Some("function fn_half(x) {\n  return x / 2;\n}")
+        );
+        assert_eq!(function_source(reply, "fn_double"), None);
+        let closing = "```js\nfunction fn_half(x) { /* half */ return x / 2; }\n```";
+        assert_eq!(function_source(closing, "fn_half"), None);
+    }
+
+    #[test]
+    fn a_failing_function_is_named_by_its_error() {
+        assert_eq!(
+            failing_function("SQL error: function fn_half failed: x is not defined").as_deref(),
+            Some("fn_half")
+        );
+        assert_eq!(failing_function("SQL error: no such column: x"), None);
+    }
+}
