@@ -12,6 +12,7 @@ use crate::llm::{ChatMessage, Prompt, Sampling};
 use crate::prompts::{FUNCTIONS, FUNCTION_WRITING_SYSTEM, FUNCTION_WRITING_USER};
 use crate::trace::{CallRecord, Trace};
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 /// T: how many times one function is written before the query is given up.
 pub const TRIES_PER_FUNCTION: usize = 3;
@@ -48,21 +49,40 @@ impl Engine {
     ) -> Result<(String, QueryOutcome)> {
         let (sql, outcome) = self.names.query_or_fix(&self.executor, sql);
         Ok(self
-            .supply_functions(question, &sql, &outcome, written, trace)?
+            .supply_functions_traced(question, &sql, &outcome, written, trace)?
             .unwrap_or((sql, outcome)))
     }
 
-    /// When `outcome` failed because `sql` calls a declared function
-    /// SQLite lacks, the query with its functions written and what running
-    /// it gave (the last try's, if none ran); None when there is nothing
-    /// to write.
-    pub(super) fn supply_functions(
+    /// [`Engine::supply_functions`], its calls and their cost recorded in
+    /// `trace`.
+    pub(super) fn supply_functions_traced(
         &self,
         question: &str,
         sql: &str,
         outcome: &QueryOutcome,
         written: &mut Written,
         trace: &mut Trace,
+    ) -> Result<Option<(String, QueryOutcome)>> {
+        let mut calls = Vec::new();
+        let supplied = self.supply_functions(question, sql, outcome, written, &mut calls)?;
+        for call in calls {
+            trace.cost.add(&call.usage);
+            trace.calls.push(call);
+        }
+        Ok(supplied)
+    }
+
+    /// When `outcome` failed because `sql` calls a declared function
+    /// SQLite lacks, the query with its functions written and what running
+    /// it gave (the last try's, if none ran); None when there is nothing
+    /// to write. The calls made are added to `calls`.
+    pub(super) fn supply_functions(
+        &self,
+        question: &str,
+        sql: &str,
+        outcome: &QueryOutcome,
+        written: &mut Written,
+        calls: &mut Vec<CallRecord>,
     ) -> Result<Option<(String, QueryOutcome)>> {
         if !self.config.functions || declared_missing(outcome).is_none() {
             return Ok(None);
@@ -98,7 +118,7 @@ impl Engine {
             *tried += 1;
             let source = match written.by_name.get(&name).filter(|_| failure.is_none()) {
                 Some(source) => Some(source.clone()),
-                None => self.write_function(question, &body, &name, failure.as_deref(), trace)?,
+                None => self.write_function(question, &body, &name, failure.as_deref(), calls)?,
             };
             let Some(source) = source else {
                 return Ok(Some(last));
@@ -123,7 +143,7 @@ impl Engine {
         sql: &str,
         name: &str,
         failure: Option<&str>,
-        trace: &mut Trace,
+        calls: &mut Vec<CallRecord>,
     ) -> Result<Option<String>> {
         let failure = failure
             .map(|f| format!("\nThe last version failed: {f}. Write it again."))
@@ -152,11 +172,40 @@ impl Engine {
         let generation = self
             .model
             .generate(&Prompt::Chat(messages.clone()), &sampling)?;
-        trace.cost.add(&generation.usage);
         let call = CallRecord::new("function_writing", messages, &sampling, generation);
         let source = call.outputs.first().and_then(|o| function_source(o, name));
-        trace.calls.push(call);
+        calls.push(call);
         Ok(source)
+    }
+}
+
+/// Writes functions for the queries of one question's search steps.
+pub struct FunctionWriter<'a> {
+    engine: &'a Engine,
+    question: &'a str,
+    written: Mutex<Written>,
+}
+
+impl<'a> FunctionWriter<'a> {
+    /// None when functions are off.
+    pub(super) fn new(engine: &'a Engine, question: &'a str) -> Option<Self> {
+        engine.config.functions.then(|| FunctionWriter {
+            engine,
+            question,
+            written: Mutex::new(Written::default()),
+        })
+    }
+
+    /// [`Engine::supply_functions`] for a step's query.
+    pub fn supply(
+        &self,
+        sql: &str,
+        outcome: &QueryOutcome,
+        calls: &mut Vec<CallRecord>,
+    ) -> Result<Option<(String, QueryOutcome)>> {
+        let mut written = self.written.lock().expect("written functions lock");
+        self.engine
+            .supply_functions(self.question, sql, outcome, &mut written, calls)
     }
 }
 

@@ -1,6 +1,7 @@
 //! The full method on one question: stage 1 (understanding), stage 2 (tree
 //! search) and stage 3 (selection), each recorded in the trace.
 
+use super::functions::FunctionWriter;
 use super::mcts::{NodeState, RolloutProgress, Search};
 use super::reasoner::{QuestionContext, Reasoner};
 use super::tree::Tree;
@@ -29,6 +30,7 @@ impl Engine {
         let seed = self.config.seed;
         let question_schema = self.question_schema(question, hint, &mut trace);
         let examples = self.examples(question, &mut trace)?;
+        let functions = FunctionWriter::new(self, question);
         let plain = QuestionContext {
             schema: question_schema.clone(),
             plain_schema: question_schema,
@@ -51,6 +53,7 @@ impl Engine {
                 actions: &config.actions,
                 executor: &self.executor,
                 context: &plain,
+                functions: functions.as_ref(),
             },
             model: self.model.as_ref(),
             config: &config.mcts,
@@ -97,6 +100,7 @@ impl Engine {
             actions: &config.actions,
             executor: &self.executor,
             context: &context,
+            functions: functions.as_ref(),
         };
         let search = Search {
             reasoner,

@@ -541,6 +541,7 @@ pub(crate) mod tests {
                 actions,
                 executor: &executor,
                 context: &context,
+                functions: None,
             },
             model,
             config,

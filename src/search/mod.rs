@@ -376,9 +376,13 @@ impl Engine {
             .unzip();
         let mut written_functions = functions::Written::default();
         for (sql, outcome) in sqls.iter_mut().zip(outcomes.iter_mut()) {
-            if let Some((with_functions, ran)) =
-                self.supply_functions(question, sql, outcome, &mut written_functions, &mut trace)?
-            {
+            if let Some((with_functions, ran)) = self.supply_functions_traced(
+                question,
+                sql,
+                outcome,
+                &mut written_functions,
+                &mut trace,
+            )? {
                 (*sql, *outcome) = (with_functions, ran);
             }
         }

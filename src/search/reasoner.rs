@@ -5,6 +5,7 @@
 
 use super::continuation::continue_reply;
 use super::feedback::has_value;
+use super::functions::FunctionWriter;
 use super::repair::SchemaNames;
 use crate::action::{Action, ActionSet, Frame, OutputKind, StepOutput, TerminalRule};
 use crate::db::{Executor, QueryOutcome};
@@ -71,6 +72,9 @@ pub struct Reasoner<'a> {
     pub actions: &'a ActionSet,
     pub executor: &'a Executor,
     pub context: &'a QuestionContext,
+    /// Writes the functions a step's query declares; None when functions
+    /// are off.
+    pub functions: Option<&'a FunctionWriter<'a>>,
 }
 
 impl Reasoner<'_> {
@@ -249,6 +253,10 @@ impl Reasoner<'_> {
             generation,
         )];
         records.extend(continuations);
+        let steps = steps
+            .into_iter()
+            .map(|step| self.supply_functions(step, &mut records))
+            .collect::<Result<Vec<Step>>>()?;
         // A rescue for the call, never one more vote among its answers.
         let answered = steps
             .iter()
@@ -347,6 +355,24 @@ impl Reasoner<'_> {
             &sampling,
             format!("{stage} query continuation"),
         )
+    }
+
+    /// The step with the functions its query declares written
+    /// (`FunctionWriter`), the calls added to `records`.
+    fn supply_functions(&self, mut step: Step, records: &mut Vec<CallRecord>) -> Result<Step> {
+        let (Some(writer), Some(output), Some(outcome)) =
+            (self.functions, step.output.as_mut(), &step.execution)
+        else {
+            return Ok(step);
+        };
+        let Some(sql) = &output.sql else {
+            return Ok(step);
+        };
+        if let Some((with_functions, ran)) = writer.supply(sql, outcome, records)? {
+            output.sql = Some(with_functions);
+            step.execution = Some(ran);
+        }
+        Ok(step)
     }
 
     /// The step with its failed query fixed, when the fixed query runs: a
@@ -477,6 +503,7 @@ mod tests {
                 actions: &self.actions,
                 executor: &self.executor,
                 context: &self.context,
+                functions: None,
             }
         }
 
@@ -499,6 +526,43 @@ mod tests {
             let prompt = self.reasoner().prompt(&[step], revise);
             prompt.last().unwrap().content.clone()
         }
+    }
+
+    #[test]
+    fn a_direct_query_calling_a_declared_function_gets_it_written() {
+        let f = Fixture::new();
+        let writer_model = Arc::new(crate::llm::scripted::ScriptedModel::new(vec![
+            "```javascript\nfunction fn_in_months(years) { return years * 12; }\n```",
+        ]));
+        let config = crate::search::SearchConfig {
+            functions: true,
+            name_constraint: false,
+            ..crate::search::SearchConfig::default()
+        };
+        let engine = crate::search::Engine::new(writer_model, &demo::database(), config).unwrap();
+        let writer = FunctionWriter::new(&engine, "How old is the oldest singer in months?");
+        let reasoner = Reasoner {
+            functions: writer.as_ref(),
+            ..f.reasoner()
+        };
+        let sampler = crate::llm::scripted::ScriptedModel::new(vec![
+            "```sql\nSELECT fn_in_months(MAX(Age)) FROM singer\n```",
+        ]);
+        let a0 = f.actions.index_of("A0").unwrap();
+        let sampling = reasoner.sampling(a0, 1, 0);
+        let (steps, records) = reasoner
+            .apply(&sampler, &[], a0, &sampling, "A0".into())
+            .unwrap();
+        let stages: Vec<&str> = records.iter().map(|r| r.stage.as_str()).collect();
+        assert_eq!(stages, ["A0", "function_writing"]);
+        let sql = steps[0].output.as_ref().unwrap().sql.as_deref().unwrap();
+        assert!(sql.starts_with("/*js\nfunction fn_in_months"), "{sql}");
+        let result = steps[0].execution.as_ref().unwrap().as_ref().unwrap();
+        let oldest = f
+            .executor
+            .query("SELECT MAX(Age) * 12 FROM singer")
+            .unwrap();
+        assert_eq!(result.rows, oldest.rows);
     }
 
     #[test]
