@@ -58,6 +58,18 @@ fn the_library_converts_common_units_in_any_query() {
             Value::Integer(3_600_000)
         ]]
     );
+    // Newton metres are not nanometres.
+    let rows = run(
+        &db,
+        "",
+        "SELECT round(convert_unit(250, 'Nm', 'lb-ft'), 2), convert_unit(2, 'nm', 'm'), \
+         round(convert_unit(95, '%', 'ratio'), 6)",
+    )
+    .unwrap();
+    assert_eq!(
+        rows,
+        [[Value::Real(184.39), Value::Real(2e-9), Value::Real(0.95)]]
+    );
     let unknown = error(&db, "", "SELECT convert_unit(1, 'km', 'parsec')");
     assert!(
         unknown.contains("convert_unit does not know the unit parsec"),

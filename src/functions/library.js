@@ -33,13 +33,19 @@ const UNIT_FACTORS = {
     mwh: 3.6e9, btu: 1055.05585262, ev: 1.602176634e-19,
   },
   power: {
-    w: 1, kw: 1000, mw: 1e6, gw: 1e9, hp: 745.69987158227, ps: 735.49875,
+    w: 1, kw: 1000, mw: 1e6, gw: 1e9, milliwatt: 0.001, hp: 745.69987158227,
+    ps: 735.49875,
   },
   pressure: {
     pa: 1, kpa: 1000, mpa: 1e6, bar: 1e5, mbar: 100, atm: 101325,
     psi: 6894.757293168, mmhg: 133.322387415,
   },
   force: { n: 1, kn: 1000, lbf: 4.4482216152605 },
+  torque: { 'n·m': 1, 'n*m': 1, 'n.m': 1, 'lbf·ft': 1.3558179483314, 'lb-ft': 1.3558179483314 },
+  ratio: {
+    ratio: 1, fraction: 1, '%': 0.01, percent: 0.01, pct: 0.01, permille: 0.001,
+    ppm: 1e-6,
+  },
   data: {
     b: 1, byte: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 1024,
     mib: 1048576, gib: 1073741824, tib: 1099511627776,
@@ -52,8 +58,14 @@ const TEMPERATURES = {
   k: { toKelvin: (v) => v, fromKelvin: (k) => k },
 };
 
+// Spellings that lowercasing would confuse with another unit (Nm, newton
+// metres, against nm, nanometres).
+const CASED_UNITS = { Nm: 'n·m', 'N m': 'n·m', MW: 'mw', mW: 'milliwatt' };
+
 function unitKey(unit) {
-  return String(unit).trim().toLowerCase().replace(/²/g, '2').replace(/³/g, '3')
+  const text = String(unit).trim();
+  if (Object.prototype.hasOwnProperty.call(CASED_UNITS, text)) return CASED_UNITS[text];
+  return text.trim().toLowerCase().replace(/²/g, '2').replace(/³/g, '3')
     .replace(/^°/, '').replace(/\s+/g, '');
 }
 
