@@ -149,6 +149,7 @@ impl Engine {
             .map(|f| format!("\nThe last version failed: {f}. Write it again."))
             .unwrap_or_default();
         let call = call_site(sql, name).unwrap_or_else(|| format!("{name}(...)"));
+        let columns = passed_columns(&self.schema_text, &call);
         let messages = vec![
             ChatMessage::new("system", FUNCTION_WRITING_SYSTEM.render(&[])),
             ChatMessage::new(
@@ -158,6 +159,7 @@ impl Engine {
                     ("sql", sql),
                     ("name", name),
                     ("call", &call),
+                    ("columns", &columns),
                     ("failure", &failure),
                 ]),
             ),
@@ -248,6 +250,37 @@ fn call_site(sql: &str, name: &str) -> Option<String> {
     None
 }
 
+/// Most schema lines shown for the columns a call passes.
+const MAX_PASSED_COLUMNS: usize = 6;
+
+/// The schema's lines (name, type, stored examples) of the columns `call`
+/// names, as a prompt paragraph: what the function will be given, as
+/// CRAFT shows its function writer the intermediate results. Empty when
+/// the call names none.
+fn passed_columns(schema_text: &str, call: &str) -> String {
+    let words: Vec<String> = call
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let mut lines: Vec<&str> = Vec::new();
+    for line in schema_text.lines() {
+        let trimmed = line.trim().trim_end_matches(',');
+        let is_column = line.starts_with(' ') && !trimmed.starts_with("--");
+        let named = trimmed
+            .split_whitespace()
+            .next()
+            .is_some_and(|first| words.contains(&first.trim_matches('"').to_lowercase()));
+        if is_column && named && !lines.contains(&trimmed) && lines.len() < MAX_PASSED_COLUMNS {
+            lines.push(trimmed);
+        }
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!("\nThe columns it is given:\n{}", lines.join("\n"))
+}
+
 /// The JavaScript of a reply: its fenced block (or the whole reply), from
 /// the declaration of `name` on, when it declares it. A block comment end
 /// inside it would close the query's functions block early, so such a
@@ -275,6 +308,7 @@ mod tests {
     use super::*;
     use crate::db::Value;
     use crate::llm::scripted::ScriptedModel;
+    use crate::search::tests::stages;
     use crate::search::{Answer, Method, SearchConfig};
     use std::sync::Arc;
 
@@ -292,15 +326,6 @@ mod tests {
             .unwrap()
             .answer("How old is the oldest singer in months?", None)
             .unwrap()
-    }
-
-    fn stages(answer: &Answer) -> Vec<&str> {
-        answer
-            .trace
-            .calls
-            .iter()
-            .map(|c| c.stage.as_str())
-            .collect()
     }
 
     const QUERY: &str = "```sql\nSELECT fn_years_to_months(max(Age)) FROM singer\n```";
@@ -363,6 +388,19 @@ mod tests {
         assert_eq!(stages(&answer), ["sql_generation"]);
         assert!(answer.error.unwrap().contains("no such function"));
         assert!(!answer.trace.calls[0].prompt[1].content.contains("fn_"));
+    }
+
+    #[test]
+    fn the_columns_a_call_passes_are_shown_as_the_schema_shows_them() {
+        let schema = "CREATE TABLE bike ( -- 3 rows\n  \
+                      BikeID INTEGER PRIMARY KEY, -- e.g. 1, 2, 3\n  \
+                      TopSpeed TEXT, -- e.g. '50 km/h', '62 km/h'\n  \
+                      Weight REAL -- e.g. 7.5\n);";
+        assert_eq!(
+            passed_columns(schema, "fn_to_ms(T1.topspeed, 'km/h')"),
+            "\nThe columns it is given:\nTopSpeed TEXT, -- e.g. '50 km/h', '62 km/h'"
+        );
+        assert_eq!(passed_columns(schema, "fn_to_ms(3.6)"), "");
     }
 
     #[test]

@@ -723,7 +723,8 @@ mod tests {
         Engine::new(model, &concert_singer(), config).unwrap()
     }
 
-    fn stages(answer: &Answer) -> Vec<&str> {
+    /// The stages of an answer's calls, in order.
+    pub(super) fn stages(answer: &Answer) -> Vec<&str> {
         answer
             .trace
             .calls
