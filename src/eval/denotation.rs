@@ -44,7 +44,10 @@ pub fn hits_at_1(gold: &[String], result: &QueryResult) -> bool {
     gold.iter().any(|g| normalise(g) == first)
 }
 
-fn normalise(text: &str) -> String {
+/// An answer value as Hits@1 compares it: whitespace collapsed,
+/// lowercase, a trailing full stop and surrounding quotes dropped,
+/// numbers by value ("1994.0" is "1994").
+pub(crate) fn normalise(text: &str) -> String {
     let words: Vec<&str> = text.split_whitespace().collect();
     let joined = words.join(" ").to_lowercase();
     let trimmed = joined.trim_end_matches('.').trim_matches('"');

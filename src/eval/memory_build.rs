@@ -8,6 +8,7 @@
 
 use super::bench::engine_for;
 use super::dataset::{DatasetKind, Example, Gold, LoadedDataset};
+use super::denotation::normalise;
 use super::predictions::Predictions;
 use super::progress::progress_bar;
 use super::score::{score_one, EvalOptions, Verdict};
@@ -141,8 +142,8 @@ pub fn build(
 /// Rows of a gold query's result checked for answers a query names.
 const GOLD_ROWS: usize = 50;
 
-/// The gold answer's values, lowercase: the benchmark's answers, or the
-/// first rows of the gold query's result.
+/// The gold answer's values as Hits@1 compares them: the benchmark's
+/// answers, or the first rows of the gold query's result.
 fn gold_values(engine: &Engine, example: &Example) -> Vec<String> {
     let values: Vec<String> = match &example.gold {
         Gold::Answers { values, .. } | Gold::AnyOf(values) => values.clone(),
@@ -157,10 +158,7 @@ fn gold_values(engine: &Engine, example: &Example) -> Vec<String> {
             Err(_) => Vec::new(),
         },
     };
-    values
-        .into_iter()
-        .map(|v| v.trim().to_lowercase())
-        .collect()
+    values.iter().map(|v| normalise(v)).collect()
 }
 
 /// Whether `sql` is right only by its first row: an acceptable-answers
@@ -175,7 +173,7 @@ fn lucky_first_row(engine: &Engine, example: &Example, sql: &str, answers: &[Str
             result.truncated()
                 || result.rows.iter().any(|row| {
                     row.first()
-                        .is_some_and(|v| !answers.contains(&v.to_string().trim().to_lowercase()))
+                        .is_some_and(|v| !answers.contains(&normalise(&v.to_string())))
                 })
         }
         Err(_) => true,
@@ -189,7 +187,7 @@ fn lucky_first_row(engine: &Engine, example: &Example, sql: &str, answers: &[Str
 fn names_the_answer(sql: &str, question: &str, answers: &[String]) -> bool {
     let question = question.to_lowercase();
     string_literals(sql).into_iter().any(|literal| {
-        let literal = literal.trim().to_lowercase();
+        let literal = normalise(&literal);
         !literal.is_empty() && answers.contains(&literal) && !question.contains(&literal)
     })
 }
@@ -210,6 +208,14 @@ mod tests {
         // A value the question names may be an answer too.
         let named = "SELECT name FROM t WHERE name = 'Drama'";
         assert!(!names_the_answer(named, "Is Drama a genre?", &answers));
+        // Compared as Hits@1 compares answers: a year by value.
+        let years = vec!["1994".to_string()];
+        let year = "SELECT film FROM release_year WHERE release_year = ' 1994.0 '";
+        assert!(names_the_answer(
+            year,
+            "when was Forrest Gump released",
+            &years
+        ));
     }
 
     #[test]
