@@ -83,6 +83,38 @@ fn the_library_converts_common_units_in_any_query() {
 }
 
 #[test]
+fn statistics_sqlite_lacks_are_aggregates_on_every_connection() {
+    let db = database();
+    let rows = run(
+        &db,
+        "",
+        "SELECT round(stdev(v), 6), round(stddev_pop(v), 6), variance(v), var_pop(v), median(v) \
+         FROM (SELECT 2 AS v UNION ALL SELECT 4 UNION ALL SELECT 4 UNION ALL SELECT 4 \
+         UNION ALL SELECT 5 UNION ALL SELECT 5 UNION ALL SELECT 7 UNION ALL SELECT 9 \
+         UNION ALL SELECT NULL)",
+    )
+    .unwrap();
+    assert_eq!(
+        rows,
+        [[
+            Value::Real(2.13809),
+            Value::Real(2.0),
+            Value::Real(32.0 / 7.0),
+            Value::Real(4.0),
+            Value::Real(4.5)
+        ]]
+    );
+    // One value has no sample deviation; none has no median.
+    let rows = run(
+        &db,
+        "",
+        "SELECT stddev_samp(distance_km), median(note) FROM trip WHERE id = 1",
+    )
+    .unwrap();
+    assert_eq!(rows, [[Value::Null, Value::Null]]);
+}
+
+#[test]
 fn a_query_runs_its_own_functions_and_only_it() {
     let db = database();
     let program = "function fn_leading_number(text) {\n\

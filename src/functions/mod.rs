@@ -6,8 +6,10 @@
 //! ([`attach`]), so that every part of the engine that keeps, shows,
 //! compares or re-runs a query (traces, predictions, the evaluator, `iesr
 //! sql`) keeps its functions too; to SQL the block is a comment. The
-//! executor registers them for that query only.
+//! executor registers them for that query only. Statistics SQLite lacks
+//! (`aggregates`) are native aggregates on every connection.
 
+mod aggregates;
 mod sandbox;
 pub mod sqlite;
 

@@ -32,8 +32,10 @@ impl LazySandbox {
     }
 }
 
-/// Registers the library's functions on `conn`.
+/// Registers the library's functions and the statistics aggregates on
+/// `conn`.
 pub fn register_library(conn: &Connection, limits: &Limits) -> rusqlite::Result<()> {
+    super::aggregates::register_aggregates(conn)?;
     let sandbox = Arc::new(LazySandbox {
         program: String::new(),
         limits: limits.clone(),

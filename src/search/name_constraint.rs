@@ -824,6 +824,15 @@ const FUNCTIONS: &[&str] = &[
     "cast",
     // The library's (`crate::functions`).
     "convert_unit",
+    "median",
+    "stdev",
+    "stdevp",
+    "stddev",
+    "stddev_pop",
+    "stddev_samp",
+    "var_pop",
+    "var_samp",
+    "variance",
 ];
 
 /// The keywords a single read query can hold (a schema-less word that is
