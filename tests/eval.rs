@@ -22,11 +22,13 @@ fn logiccat_mini500_gold_self_check() {
     .unwrap();
     assert_eq!(data.examples.len(), 500);
     let report = eval::score(&data, &Predictions::Gold, &EvalOptions::default()).unwrap();
-    // The dataset's README: 20 of the mini-500 gold queries fail on SQLite.
-    assert_eq!(report.gold_failed, 20);
-    assert_eq!(report.overall.scored, 480);
+    // The dataset's README: 20 of the mini-500 gold queries fail on
+    // SQLite; 2 of them call standard deviations, which the engine has
+    // (`functions::aggregates`).
+    assert_eq!(report.gold_failed, 18);
+    assert_eq!(report.overall.scored, 482);
     assert_eq!(report.ex, 100.0);
-    assert!(report.overall.nonempty_scored < 480);
+    assert!(report.overall.nonempty_scored < 482);
     assert_eq!(report.by_group.len(), 4);
 }
 
