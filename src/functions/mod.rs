@@ -98,7 +98,8 @@ pub fn declared_names(program: &str) -> Vec<String> {
     names
 }
 
-fn is_identifier_char(c: char) -> bool {
+/// Whether `c` may stand in a JavaScript (or SQL function) name.
+pub(crate) fn is_identifier_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_' || c == '$'
 }
 

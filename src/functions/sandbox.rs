@@ -5,7 +5,7 @@
 //! arguments alone), with limits on memory, stack depth, loop steps and
 //! time per call.
 
-use super::FunctionError;
+use super::{is_identifier_char, FunctionError};
 use crate::db::Value;
 use rquickjs::context::intrinsic;
 use rquickjs::function::Rest;
@@ -234,11 +234,10 @@ const PENDING_JOBS_SETTLED: usize = 64;
 
 /// Whether `word` stands in `code` as a word of its own.
 fn mentions_word(code: &str, word: &str) -> bool {
-    let is_part = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
     code.match_indices(word).any(|(at, _)| {
         let before = code[..at].chars().next_back();
         let after = code[at + word.len()..].chars().next();
-        !before.is_some_and(is_part) && !after.is_some_and(is_part)
+        !before.is_some_and(is_identifier_char) && !after.is_some_and(is_identifier_char)
     })
 }
 

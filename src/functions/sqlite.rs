@@ -22,6 +22,14 @@ struct LazySandbox {
 }
 
 impl LazySandbox {
+    fn new(program: &str, limits: &Limits) -> Arc<Self> {
+        Arc::new(LazySandbox {
+            program: program.to_string(),
+            limits: limits.clone(),
+            made: Mutex::new(None),
+        })
+    }
+
     fn call(&self, name: &str, arguments: &[Value]) -> Result<Value, FunctionError> {
         let mut made = self.made.lock().expect("sandbox lock");
         let sandbox = made.get_or_insert_with(|| Sandbox::new(&self.program, self.limits.clone()));
@@ -36,11 +44,7 @@ impl LazySandbox {
 /// `conn`.
 pub fn register_library(conn: &Connection, limits: &Limits) -> rusqlite::Result<()> {
     super::aggregates::register_aggregates(conn)?;
-    let sandbox = Arc::new(LazySandbox {
-        program: String::new(),
-        limits: limits.clone(),
-        made: Mutex::new(None),
-    });
+    let sandbox = LazySandbox::new("", limits);
     for &(name, arguments) in LIBRARY_FUNCTIONS {
         register(conn, name, arguments, Arc::clone(&sandbox))?;
     }
@@ -70,11 +74,7 @@ pub fn register_program<'c>(
     program: &str,
     limits: &Limits,
 ) -> rusqlite::Result<Registered<'c>> {
-    let sandbox = Arc::new(LazySandbox {
-        program: program.to_string(),
-        limits: limits.clone(),
-        made: Mutex::new(None),
-    });
+    let sandbox = LazySandbox::new(program, limits);
     let mut registered = Registered {
         conn,
         names: Vec::new(),

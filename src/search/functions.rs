@@ -225,7 +225,7 @@ fn failing_function(error: &str) -> Option<String> {
     let at = error.find("function ")?;
     let name: String = error[at + "function ".len()..]
         .chars()
-        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .take_while(|&c| functions::is_identifier_char(c))
         .collect();
     (!name.is_empty()).then_some(name)
 }
