@@ -23,9 +23,21 @@ fn looks_like_query(sql: &str) -> bool {
     upper.starts_with("SELECT") || upper.starts_with("WITH") || upper.starts_with("VALUES")
 }
 
-/// Contents of ``` blocks (with or without a language tag); an unclosed
-/// final block runs to the end of the text (generation may stop early).
+/// Contents of ``` blocks tagged as SQL or not tagged; an unclosed final
+/// block runs to the end of the text (generation may stop early).
 fn fenced_blocks(text: &str) -> Vec<String> {
+    fenced_with_tags(text)
+        .into_iter()
+        .filter(|(tag, _)| {
+            tag.is_empty() || tag.eq_ignore_ascii_case("sql") || tag.eq_ignore_ascii_case("sqlite")
+        })
+        .map(|(_, body)| body.to_string())
+        .collect()
+}
+
+/// Every ``` block of `text` as (its language tag, its contents); an
+/// unclosed final block runs to the end of the text.
+pub(crate) fn fenced_with_tags(text: &str) -> Vec<(&str, &str)> {
     let mut blocks = Vec::new();
     let mut rest = text;
     while let Some(open) = rest.find("```") {
@@ -33,19 +45,13 @@ fn fenced_blocks(text: &str) -> Vec<String> {
         let body_start = after.find('\n').map_or(after.len(), |i| i + 1);
         let tag = after[..body_start].trim();
         let body = &after[body_start..];
-        let known_tag =
-            tag.is_empty() || tag.eq_ignore_ascii_case("sql") || tag.eq_ignore_ascii_case("sqlite");
         match body.find("```") {
             Some(close) => {
-                if known_tag {
-                    blocks.push(body[..close].to_string());
-                }
+                blocks.push((tag, &body[..close]));
                 rest = &body[close + 3..];
             }
             None => {
-                if known_tag {
-                    blocks.push(body.to_string());
-                }
+                blocks.push((tag, body));
                 break;
             }
         }

@@ -4,6 +4,7 @@
 //! again when it fails, up to [`TRIES_PER_FUNCTION`] times. The functions
 //! travel with the query in its `/*js */` block (`crate::functions`).
 
+use super::extract::fenced_with_tags;
 use super::Engine;
 use crate::db::QueryOutcome;
 use crate::error::Result;
@@ -286,21 +287,14 @@ fn passed_columns(schema_text: &str, call: &str) -> String {
 /// inside it would close the query's functions block early, so such a
 /// function is not taken.
 fn function_source(reply: &str, name: &str) -> Option<String> {
-    let code = fenced(reply).unwrap_or(reply);
+    let code = fenced_with_tags(reply)
+        .first()
+        .map_or(reply, |(_, body)| *body);
     let declared = functions::declared_names(code);
     if !declared.iter().any(|n| n == name) || code.contains("*/") {
         return None;
     }
     Some(code.trim().to_string())
-}
-
-/// The inside of the first ``` block of `text` (an unclosed one runs to
-/// the end).
-fn fenced(text: &str) -> Option<&str> {
-    let open = text.find("```")?;
-    let after = &text[open + 3..];
-    let body = &after[after.find('\n').map_or(after.len(), |i| i + 1)..];
-    Some(body.find("```").map_or(body, |close| &body[..close]))
 }
 
 #[cfg(test)]
