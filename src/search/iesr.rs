@@ -154,8 +154,8 @@ impl Engine {
         let winner = selection.winner.map(|i| &selection.candidates[i]);
         let sql = winner.map(|w| w.sql.clone());
         let outcome = winner.and_then(|w| outcome_of(w.node));
-        let confidence = match (&outcome, winner) {
-            (Some(Ok(_)), Some(w)) => w.score,
+        let confidence = match &outcome {
+            Some(Ok(_)) => selection.confidence,
             _ => 0.0,
         };
         trace.selection = selection.candidates;
@@ -406,6 +406,8 @@ mod tests {
             .answer("How many singers do we have?", None)
             .unwrap();
         assert_eq!(answer.result.unwrap().rows[0][0].to_string(), "6");
+        // Every sample agrees: the confidence is the whole vote.
+        assert_eq!(answer.confidence, 1.0);
         let trace = &answer.trace;
         assert!(trace.understanding.is_none());
         assert!(trace
@@ -457,6 +459,12 @@ mod tests {
             .collect();
         assert_eq!(stages, ["search A0 samples 0-3", "search A0 samples 4-7"]);
         assert!(answer.result.is_some());
+        // The winner's result is two of the eight samples'.
+        assert!(
+            (answer.confidence - 0.25).abs() < 1e-9,
+            "{}",
+            answer.confidence
+        );
     }
 
     #[test]

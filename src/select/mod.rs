@@ -85,6 +85,11 @@ pub struct ScoredCandidate {
 pub struct Selection {
     pub candidates: Vec<ScoredCandidate>,
     pub winner: Option<usize>,
+    /// How sure the choice is, in [0, 1]: with the reviewer, the
+    /// route-weighted share of the candidates whose result is the
+    /// winner's (its score is a log-probability, not a confidence);
+    /// otherwise the winner's weighted score.
+    pub confidence: f64,
     pub calls: Vec<CallRecord>,
     /// The reviewed queries and what reviewing them cost, when it ran.
     pub review: Option<review::Review>,
@@ -251,9 +256,17 @@ pub fn select(
             // Earlier candidates win remaining ties.
             .then(b.cmp(&a))
     });
+    let confidence = winner.map_or(0.0, |w| {
+        if reviewing {
+            candidates[w].vote
+        } else {
+            candidates[w].score
+        }
+    });
     Ok(Selection {
         candidates,
         winner,
+        confidence,
         calls,
         review: reviewed.map(|(review, _)| review),
     })
