@@ -88,6 +88,10 @@ pub struct ActionSampling {
     pub max_tokens: usize,
     #[serde(default)]
     pub stop: Vec<String>,
+    /// The first rows of a repeatable action's samples decode at
+    /// temperature 0 (`Sampling::greedy_rows`).
+    #[serde(default)]
+    pub greedy_rows: usize,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

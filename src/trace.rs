@@ -52,6 +52,10 @@ pub struct CallRecord {
     /// The row the completions' random streams start from (`Sampling::first_row`).
     #[serde(skip_serializing_if = "is_zero")]
     pub first_row: usize,
+    /// Rows of the larger request decoded at temperature 0
+    /// (`Sampling::greedy_rows`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub greedy_rows: usize,
     pub outputs: Vec<String>,
     /// Why each completion ended, in the order of `outputs`.
     pub finish_reasons: Vec<FinishReason>,
@@ -77,6 +81,7 @@ impl CallRecord {
             n: sampling.n,
             seed: sampling.seed,
             first_row: sampling.first_row,
+            greedy_rows: sampling.greedy_rows,
             finish_reasons: generation
                 .completions
                 .iter()

@@ -126,6 +126,34 @@ fn chat_completions_against_llama_cpp_server() {
     };
     assert_eq!(texts(&first), texts(&again));
 
+    // A greedy row is greedy's completion, asked for apart at temperature
+    // 0; the sampled rows after it are those of a request without it.
+    let with_greedy_row = model
+        .generate(
+            &prompt(),
+            &Sampling {
+                greedy_rows: 1,
+                n: 3,
+                max_tokens: 48,
+                ..sampled.clone()
+            },
+        )
+        .unwrap();
+    assert_eq!(with_greedy_row.completions.len(), 3);
+    assert_eq!(with_greedy_row.completions[0].text, *text);
+    let later_rows = model
+        .generate(
+            &prompt(),
+            &Sampling {
+                first_row: 1,
+                n: 2,
+                max_tokens: 48,
+                ..sampled.clone()
+            },
+        )
+        .unwrap();
+    assert_eq!(texts(&with_greedy_row)[1..], texts(&later_rows)[..]);
+
     let short = model
         .generate(
             &prompt(),

@@ -77,6 +77,10 @@ pub struct Sampling {
     /// index, so rows 4-7 asked for apart are rows 4-7 of one request for
     /// eight.
     pub first_row: usize,
+    /// Rows of the larger request below this index (counted from its row
+    /// 0, as `first_row` counts) decode at temperature 0: one request then
+    /// holds greedy's completion beside its samples.
+    pub greedy_rows: usize,
     /// Generate exactly `max_tokens` per completion, ignoring end-of-turn
     /// tokens and the repetition cut (stop strings still apply):
     /// benchmarks measure a fixed amount of decoding this way.
@@ -97,6 +101,7 @@ impl Default for Sampling {
             seed: 0,
             n: 1,
             first_row: 0,
+            greedy_rows: 0,
             to_limit: false,
             constraint: None,
         }

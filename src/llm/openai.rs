@@ -108,6 +108,14 @@ struct PromptDetails {
     cached_tokens: usize,
 }
 
+/// What one request asks for: `n` choices at `temperature`, drawn with `seed`.
+#[derive(Clone, Copy)]
+struct Rows {
+    n: usize,
+    temperature: f32,
+    seed: u64,
+}
+
 impl OpenAiModel {
     /// `base_url` is the server's root (`http://host:8000`) or its `/v1`;
     /// `timeout` bounds each request, from connecting to the answer's end.
@@ -135,14 +143,14 @@ impl OpenAiModel {
         self
     }
 
-    fn body(&self, prompt: &Prompt, sampling: &Sampling, n: usize, seed: u64) -> (String, Value) {
+    fn body(&self, prompt: &Prompt, sampling: &Sampling, rows: Rows) -> (String, Value) {
         let mut body = json!({
             "model": self.model,
-            "n": n,
-            "temperature": sampling.temperature,
+            "n": rows.n,
+            "temperature": rows.temperature,
             "top_p": sampling.top_p,
             "max_tokens": sampling.max_tokens,
-            "seed": seed,
+            "seed": rows.seed,
         });
         if !sampling.stop.is_empty() {
             body["stop"] = json!(sampling.stop);
@@ -229,15 +237,33 @@ impl LanguageModel for OpenAiModel {
     }
 
     /// Servers that ignore `n` get further requests with the following
-    /// seeds until `n` completions are in.
+    /// seeds until `n` completions are in. A server samples every choice
+    /// of a request alike, so greedy rows (`Sampling::greedy_rows`) are
+    /// asked for in a request of their own at temperature 0. Row i of a
+    /// larger request is asked for with seed + i, so rows asked for apart
+    /// (`first_row`) do not repeat the first rows' draws.
     fn generate(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation> {
         let started = Instant::now();
         let wanted = sampling.n.max(1);
+        let greedy = sampling
+            .greedy_rows
+            .saturating_sub(sampling.first_row)
+            .min(wanted);
         let mut completions = Vec::with_capacity(wanted);
         let mut usage = Usage::default();
-        let mut seed = sampling.seed;
+        let first_seed = sampling.seed.wrapping_add(sampling.first_row as u64);
         while completions.len() < wanted {
-            let (url, body) = self.body(prompt, sampling, wanted - completions.len(), seed);
+            let done = completions.len();
+            let rows = Rows {
+                n: if done < greedy { greedy } else { wanted } - done,
+                temperature: if done < greedy {
+                    0.0
+                } else {
+                    sampling.temperature
+                },
+                seed: first_seed.wrapping_add(done as u64),
+            };
+            let (url, body) = self.body(prompt, sampling, rows);
             let response = self.post(&url, &body)?;
             if response.choices.is_empty() {
                 return Err(Error::Inference(format!(
@@ -251,11 +277,7 @@ impl LanguageModel for OpenAiModel {
                 .map_or(0, |d| d.cached_tokens);
             usage.generated_tokens += reported.completion_tokens;
             let per_choice = reported.completion_tokens / response.choices.len();
-            for choice in response
-                .choices
-                .into_iter()
-                .take(wanted - completions.len())
-            {
+            for choice in response.choices.into_iter().take(rows.n) {
                 let text = choice
                     .message
                     .map(|m| m.content)
@@ -271,7 +293,6 @@ impl LanguageModel for OpenAiModel {
                     generated_tokens: per_choice,
                 });
             }
-            seed = seed.wrapping_add(1);
         }
         // The server does not say how its time split; all of it is counted
         // as decoding.

@@ -19,12 +19,17 @@ impl Sampler {
     /// `first_row`) makes the n completions of one request draw different
     /// (but repeatable) streams.
     pub fn new(sampling: &Sampling, row: usize) -> Self {
+        let index = sampling.first_row + row;
         let seed = sampling
             .seed
             .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .wrapping_add((sampling.first_row + row) as u64);
+            .wrapping_add(index as u64);
         Sampler {
-            temperature: sampling.temperature,
+            temperature: if index < sampling.greedy_rows {
+                0.0
+            } else {
+                sampling.temperature
+            },
             top_p: sampling.top_p,
             top_k: sampling.top_k,
             min_p: sampling.min_p,
@@ -200,6 +205,26 @@ mod tests {
         };
         assert_eq!(draw(3, 0), draw(3, 0));
         assert_ne!(draw(3, 0), draw(3, 1));
+    }
+
+    #[test]
+    fn greedy_rows_decode_at_temperature_zero_and_the_rest_keep_their_streams() {
+        let logits = [1.0, 1.1, 0.9, 1.05];
+        let draw = |first_row, greedy_rows, row| {
+            let sampling = Sampling {
+                first_row,
+                greedy_rows,
+                ..sampling(1.0, 0, 1.0, 5)
+            };
+            let mut s = Sampler::new(&sampling, row);
+            (0..32).map(|_| s.next_token(&logits)).collect::<Vec<_>>()
+        };
+        assert_eq!(draw(0, 1, 0), vec![1; 32], "row 0 is greedy");
+        assert_ne!(draw(0, 0, 0), vec![1; 32], "without it, row 0 samples");
+        // Rows past the greedy ones draw what they draw without them, in
+        // the same request or asked for apart.
+        assert_eq!(draw(0, 1, 1), draw(0, 0, 1));
+        assert_eq!(draw(4, 1, 0), draw(0, 0, 4));
     }
 
     #[test]

@@ -410,6 +410,7 @@ impl Reasoner<'_> {
             stop: spec.stop.clone(),
             seed,
             n,
+            greedy_rows: spec.greedy_rows,
             constraint: match self.actions.get(action_index).frame {
                 Frame::Direct => self.context.direct_constraint.clone(),
                 _ => self.context.constraint.clone(),
