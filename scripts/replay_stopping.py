@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Stopping rules and choice weights replayed on a Spider sc-N run.
 
-Usage: scripts/replay_stopping.py RUN_DIR [SPIDER_DIR]
+Usage: scripts/replay_stopping.py RUN_DIR [DATA_DIR] [--greedy GREEDY_RUN]
 
 An `iesr bench --method sc --samples N` run's traces hold its N samples in
 the order sc-k draws them (each row has its own seed), with the repaired
@@ -11,8 +11,18 @@ among them, as the search does, can be replayed without a model call:
 ln(share of the group) + ln p(question | its likeliest query) + the
 prior of a result without a value. Gold and candidate results are
 compared as sets of rows (BIRD's rule). Tokens per sample are the call's
-generated tokens split by the replies' characters. Spider only.
+generated tokens split by the replies' characters. DATA_DIR is Spider's
+(the default) or LogicCat's folder: a `dev.json` with `db_id` and `query`.
+
+With `--greedy GREEDY_RUN` (an `iesr bench --method greedy` run on the
+same questions) it also replays a pool whose first sample is greedy's
+query (what `greedy_rows = 1` draws): row 0 replaced by greedy's
+prediction, rows 1.. as drawn. Greedy's reviewer log-probability is the
+best of the samples with its result, or their mean when none has it.
+Greedy's prediction may have been corrected by execution feedback, which
+a greedy row is not, so this is an estimate.
 """
+import argparse
 import collections
 import json
 import math
@@ -21,8 +31,9 @@ import sqlite3
 import sys
 
 
-def rows(spider, db, sql):
-    path = pathlib.Path(spider, "database", db, f"{db}.sqlite")
+def rows(data, db, sql):
+    folder = "database" if pathlib.Path(data, "database").is_dir() else "databases"
+    path = pathlib.Path(data, folder, db, f"{db}.sqlite")
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     con.text_factory = lambda b: b.decode(errors="replace")
     try:
@@ -33,14 +44,14 @@ def rows(spider, db, sql):
         con.close()
 
 
-def load(run, spider):
-    dev = json.loads(pathlib.Path(spider, "dev.json").read_text())
+def load(run, data):
+    dev = json.loads(pathlib.Path(data, "dev.json").read_text())
     questions = []
     for path in sorted(pathlib.Path(run, "traces").glob("*.json")):
         trace = json.loads(path.read_text())
         gold_item = dev[int(path.stem)]
         db = gold_item["db_id"]
-        gold = rows(spider, db, gold_item["query"])
+        gold = rows(data, db, gold_item["query"])
         call = trace["calls"][0]
         replies = call["outputs"]
         chars = sum(len(r) for r in replies) or 1
@@ -49,7 +60,7 @@ def load(run, spider):
         for i, candidate in enumerate(trace["candidates"][: len(replies)]):
             execution = candidate["execution"]
             ran = execution.get("status") == "ok"
-            key = rows(spider, db, candidate["sql"]) if ran else None
+            key = rows(data, db, candidate["sql"]) if ran else None
             preview = execution.get("preview") or []
             samples.append({
                 "key": key,
@@ -102,8 +113,36 @@ def replay(questions, schedule, settle, **choice):
     return 100.0 * right / len(questions), tokens / len(questions)
 
 
-def main(run, spider):
-    questions = load(run, spider)
+def with_greedy_row(questions, run, data, greedy_run):
+    """Each question's samples with row 0 replaced by greedy's query."""
+    dev = json.loads(pathlib.Path(data, "dev.json").read_text())
+    predictions = {}
+    for line in pathlib.Path(greedy_run, "predictions.jsonl").read_text().splitlines():
+        p = json.loads(line)
+        predictions[p["question_id"]] = p
+    paths = sorted(pathlib.Path(run, "traces").glob("*.json"))
+    replaced = []
+    for path, samples in zip(paths, questions):
+        item = dev[int(path.stem)]
+        gold = rows(data, item["db_id"], item["query"])
+        prediction = predictions[path.stem]
+        key = rows(data, item["db_id"], prediction["sql"])
+        same = [s["log_prob"] for s in samples if s["key"] == key and s["log_prob"] is not None]
+        scored = [s["log_prob"] for s in samples if s["log_prob"] is not None]
+        log_prob = max(same) if same else (sum(scored) / len(scored) if scored else None)
+        greedy = {
+            "key": key,
+            "value": key is not None and any(v is not None for row in key for v in row),
+            "right": key is not None and key == gold,
+            "tokens": samples[0]["tokens"],
+            "log_prob": log_prob,
+        }
+        replaced.append([greedy] + samples[1:])
+    return replaced
+
+
+def main(run, data, greedy_run):
+    questions = load(run, data)
     n = min(len(q) for q in questions)
     never = lambda k: 2.0  # noqa: E731
     print("rule\tEX\tgenerated tokens")
@@ -127,9 +166,20 @@ def main(run, spider):
             whole = replay(questions, [n], never, **choice)[0]
             search = replay(questions, [4, 8], lambda k: 0.75, **choice)[0]
             print("%g\t%g\t%.1f\t%.1f" % (empty_prior, weight, whole, search))
+    if greedy_run:
+        pooled = with_greedy_row(questions, run, data, greedy_run)
+        print("\nk\tsc-k EX\tgreedy row + samples 1..k-1 EX")
+        for k in range(1, n + 1):
+            print("%d\t%.1f\t%.1f" % (k, replay(questions, [k], never)[0],
+                                       replay(pooled, [k], never)[0]))
+        print("the search's rule\t%.1f\t%.1f" % (replay(questions, [4, 8], lambda k: 0.75)[0],
+                                                replay(pooled, [4, 8], lambda k: 0.75)[0]))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (2, 3):
-        sys.exit("usage: scripts/replay_stopping.py RUN_DIR [SPIDER_DIR]")
-    main(sys.argv[1], sys.argv[2] if len(sys.argv) == 3 else "../shared/datasets/spider")
+    parser = argparse.ArgumentParser(description="Stopping rules replayed on an sc-N run.")
+    parser.add_argument("run")
+    parser.add_argument("data", nargs="?", default="../shared/datasets/spider")
+    parser.add_argument("--greedy", help="a greedy run on the same questions")
+    args = parser.parse_args()
+    main(args.run, args.data, args.greedy)
