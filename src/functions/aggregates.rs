@@ -31,6 +31,11 @@ const AGGREGATES: &[(&str, Statistic)] = &[
     ("median", Statistic::Median),
 ];
 
+/// The names the aggregates answer to.
+pub fn aggregate_names() -> impl Iterator<Item = &'static str> {
+    AGGREGATES.iter().map(|&(name, _)| name)
+}
+
 /// Registers the aggregates on `conn`.
 pub fn register_aggregates(conn: &Connection) -> rusqlite::Result<()> {
     for &(name, statistic) in AGGREGATES {

@@ -54,6 +54,15 @@ const CLOSE: &str = "*/";
 /// invented column.
 pub const DECLARED_PREFIX: &str = "fn_";
 
+/// Every function a query may call beside SQLite's own, on every
+/// connection: the library's and the statistics aggregates.
+pub fn registered_names() -> impl Iterator<Item = &'static str> {
+    sqlite::LIBRARY_FUNCTIONS
+        .iter()
+        .map(|&(name, _)| name)
+        .chain(aggregates::aggregate_names())
+}
+
 /// `sql` carrying the JavaScript `program`.
 pub fn attach(program: &str, sql: &str) -> String {
     format!("{OPEN}\n{}\n{CLOSE}\n{}", program.trim(), sql.trim_start())
