@@ -108,6 +108,16 @@ impl Default for Sampling {
     }
 }
 
+impl Sampling {
+    /// How many of this request's rows, from its first, decode at
+    /// temperature 0 (`greedy_rows` counts rows of the larger request).
+    pub fn greedy_rows_here(&self) -> usize {
+        self.greedy_rows
+            .saturating_sub(self.first_row)
+            .min(self.n.max(1))
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {

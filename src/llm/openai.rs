@@ -245,22 +245,20 @@ impl LanguageModel for OpenAiModel {
     fn generate(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation> {
         let started = Instant::now();
         let wanted = sampling.n.max(1);
-        let greedy = sampling
-            .greedy_rows
-            .saturating_sub(sampling.first_row)
-            .min(wanted);
+        let greedy = sampling.greedy_rows_here();
         let mut completions = Vec::with_capacity(wanted);
         let mut usage = Usage::default();
         let first_seed = sampling.seed.wrapping_add(sampling.first_row as u64);
         while completions.len() < wanted {
             let done = completions.len();
+            let (end, temperature) = if done < greedy {
+                (greedy, 0.0)
+            } else {
+                (wanted, sampling.temperature)
+            };
             let rows = Rows {
-                n: if done < greedy { greedy } else { wanted } - done,
-                temperature: if done < greedy {
-                    0.0
-                } else {
-                    sampling.temperature
-                },
+                n: end - done,
+                temperature,
                 seed: first_seed.wrapping_add(done as u64),
             };
             let (url, body) = self.body(prompt, sampling, rows);

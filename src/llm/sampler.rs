@@ -19,13 +19,12 @@ impl Sampler {
     /// `first_row`) makes the n completions of one request draw different
     /// (but repeatable) streams.
     pub fn new(sampling: &Sampling, row: usize) -> Self {
-        let index = sampling.first_row + row;
         let seed = sampling
             .seed
             .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .wrapping_add(index as u64);
+            .wrapping_add((sampling.first_row + row) as u64);
         Sampler {
-            temperature: if index < sampling.greedy_rows {
+            temperature: if row < sampling.greedy_rows_here() {
                 0.0
             } else {
                 sampling.temperature
@@ -214,6 +213,7 @@ mod tests {
             let sampling = Sampling {
                 first_row,
                 greedy_rows,
+                n: 8,
                 ..sampling(1.0, 0, 1.0, 5)
             };
             let mut s = Sampler::new(&sampling, row);
