@@ -341,7 +341,7 @@ impl SourceArgs {
                                 .into(),
                         )),
                     };
-                graph.subgraph_database(&topics, usize::from(self.hops))
+                graph.subgraph_database(&topics, usize::from(self.hops), question.unwrap_or(""))
             }
             (None, None) => iesr::sources::database_for_tables(&self.table),
         }

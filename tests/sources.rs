@@ -14,6 +14,11 @@ fn demo_graph() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/graphs/movies.txt")
 }
 
+/// The same triples with each film and person typed (`X|type|film`).
+fn typed_demo_graph() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/graphs/movies_typed.txt")
+}
+
 fn demo_csv() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/tables/manzanillo_airport_routes.csv")
 }
@@ -255,6 +260,24 @@ fn search_answers_a_two_hop_question_over_a_graph_with_the_real_model() {
             .arg("What languages are the movies directed by Joel Zwick in?"),
     );
     assert_eq!(answer["result"]["rows"][0][0], "Greek", "{}", answer["sql"]);
+}
+
+/// Where the graph states types, a film's relations of one object each are
+/// columns of the `film` table, so the same two-hop question needs no join.
+#[test]
+fn search_answers_a_two_hop_question_over_typed_tables_with_the_real_model() {
+    let home = tempfile::tempdir().unwrap();
+    let answer = json_output(
+        iesr(home.path())
+            .args(["search", "--json", "--method", "greedy", "--kg"])
+            .arg(typed_demo_graph())
+            .arg("--model")
+            .arg(model_path())
+            .arg("What languages are the movies directed by Joel Zwick in?"),
+    );
+    assert_eq!(answer["result"]["rows"][0][0], "Greek", "{}", answer["sql"]);
+    let sql = answer["sql"].as_str().unwrap();
+    assert!(sql.contains("FROM film"), "{sql}");
 }
 
 /// MetaQA marks each question's topic in brackets; found from the words

@@ -313,8 +313,11 @@ pub fn load(kind: DatasetKind, data_dir: &Path, filters: &Filters) -> Result<Loa
                 .and_then(|g| g.split_once('-'))
                 .and_then(|(h, _)| h.parse().ok())
                 .unwrap_or(2);
-            example.db_path =
-                graph.subgraph_database(std::slice::from_ref(&example.db_id), hops)?;
+            example.db_path = graph.subgraph_database(
+                std::slice::from_ref(&example.db_id),
+                hops,
+                &example.question,
+            )?;
         }
     }
     if kind == DatasetKind::Wikitablequestions {

@@ -1,24 +1,26 @@
 //! Knowledge graphs as tables. A triples file is read once into an indexed
 //! SQLite store in the cache; for a question, its topic entities are linked
-//! to graph nodes, the subgraph within H hops is cut, and every relation in
-//! it becomes a table whose first column `entity` holds the subject and
-//! whose second column, named after the relation, holds the object. Tables
-//! share entity names, so a multi-hop question is a join:
-//! `SELECT s.starred_actors FROM directed_by d JOIN starred_actors s ON
-//! s.entity = d.entity WHERE d.directed_by = 'Joel Zwick'`.
+//! to graph nodes, the subgraph within H hops is cut, and it becomes tables
+//! (`graph_tables`): one per stated entity type, else one per relation,
+//! whose first column `entity` holds the subject and whose further columns,
+//! named after relations, hold objects. Tables share entity names, so a
+//! multi-hop question is a join: `SELECT s.starred_actors FROM directed_by
+//! d JOIN starred_actors s ON s.entity = d.entity WHERE d.directed_by =
+//! 'Joel Zwick'`.
 
+use super::graph_tables;
 use super::read::source_error;
 use super::sqlite_file::{self, Overwrite};
-use super::store::identifier;
 use crate::error::{Error, Result};
 use crate::llm::card::iesr_home;
+use crate::understand::text::{jaccard, trigrams};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
 /// Bumped whenever the stores or subgraph tables built from the same file
 /// would differ.
-const FORMAT: &str = "iesr-graph-2";
+const FORMAT: &str = "iesr-graph-3";
 
 /// A node with more edges than this is reached but not expanded: a year or
 /// a language links to thousands of entities no question walks through.
@@ -32,6 +34,9 @@ pub struct Graph {
     cache: PathBuf,
     /// The store's file, named in errors.
     store: PathBuf,
+    /// Whether the graph states entity types, so that a subgraph's tables
+    /// depend on the question (`graph_tables`).
+    typed: bool,
 }
 
 impl Graph {
@@ -52,11 +57,13 @@ impl Graph {
         }
         let conn = Connection::open_with_flags(&store, OpenFlags::SQLITE_OPEN_READ_ONLY)
             .map_err(|e| store_error(&store, e))?;
+        let relations = distinct_relations(&conn).map_err(|e| store_error(&store, e))?;
         Ok(Graph {
             conn,
             key,
             cache: dir.to_path_buf(),
             store,
+            typed: relations.iter().any(|r| graph_tables::is_type_relation(r)),
         })
     }
 
@@ -68,10 +75,10 @@ impl Graph {
         if let Some(name) = self.named(topic)? {
             return Ok(name);
         }
-        let wanted = trigrams(&topic.to_lowercase());
+        let wanted = trigrams(topic);
         self.names()?
             .iter()
-            .map(|n| (jaccard(&wanted, &trigrams(&n.to_lowercase())), n))
+            .map(|n| (jaccard(&wanted, &trigrams(n)), n))
             .filter(|(score, _)| *score > 0.0)
             .max_by(|a, b| a.0.total_cmp(&b.0))
             .map(|(_, n)| n.clone())
@@ -124,7 +131,8 @@ impl Graph {
     }
 
     /// The triples within `hops` of the topics: every edge of every node
-    /// reached in fewer than `hops` steps, in either direction.
+    /// reached in fewer than `hops` steps, in either direction, never
+    /// through a type, and the types of the nodes reached last.
     pub fn subgraph(&self, topics: &[String], hops: usize) -> Result<Vec<Triple>> {
         let failed = |e| store_error(&self.store, e);
         let mut statement = self
@@ -154,7 +162,13 @@ impl Graph {
                     continue;
                 }
                 for edge in edges {
-                    for end in [&edge.head, &edge.tail] {
+                    // A type links every entity of its kind: its edges are
+                    // kept, but the walk does not pass through it.
+                    let ends = match graph_tables::is_type_relation(&edge.relation) {
+                        true => &[&edge.head][..],
+                        false => &[&edge.head, &edge.tail][..],
+                    };
+                    for &end in ends {
                         if seen.insert(end.clone()) {
                             next.push(end.clone());
                         }
@@ -164,12 +178,40 @@ impl Graph {
             }
             frontier = next;
         }
+        if self.typed {
+            // The nodes reached last are typed too, so that every entity a
+            // table names is listed in its type's table.
+            let mut typing = self
+                .conn
+                .prepare("SELECT relation, tail FROM triples WHERE head = ?1")
+                .map_err(failed)?;
+            for node in &frontier {
+                let edges: Vec<(String, String)> = typing
+                    .query_map([node], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .and_then(|rows| rows.collect())
+                    .map_err(failed)?;
+                for (relation, tail) in edges {
+                    if graph_tables::is_type_relation(&relation) {
+                        kept.insert(Triple {
+                            head: node.clone(),
+                            relation,
+                            tail,
+                        });
+                    }
+                }
+            }
+        }
         Ok(kept.into_iter().collect())
     }
 
-    /// The cached database of the subgraph around `topics` (linked), one
-    /// table per relation.
-    pub fn subgraph_database(&self, topics: &[String], hops: usize) -> Result<PathBuf> {
+    /// The cached database of the subgraph around `topics` (linked), laid
+    /// out for `question`.
+    pub fn subgraph_database(
+        &self,
+        topics: &[String],
+        hops: usize,
+        question: &str,
+    ) -> Result<PathBuf> {
         let linked = self.link_all(topics)?;
         let mut hasher = xxhash_rust::xxh3::Xxh3::new();
         hasher.update(&self.key.to_le_bytes());
@@ -178,12 +220,17 @@ impl Graph {
             hasher.update(topic.as_bytes());
             hasher.update(&[0]);
         }
+        // Only a type table's column order depends on the question.
+        if self.typed {
+            hasher.update(question.as_bytes());
+        }
         let dir = self.cache.join("subgraphs");
         let path = dir.join(format!("{:032x}.sqlite", hasher.digest128()));
         if !path.is_file() {
             let triples = self.subgraph(&linked, hops)?;
             std::fs::create_dir_all(&dir).map_err(|e| Error::write(&dir, e))?;
-            write_relation_tables(&triples, &path, Overwrite::Replace)?;
+            let tables = graph_tables::layout(&triples, question);
+            graph_tables::write(&tables, &path, Overwrite::Replace)?;
         }
         Ok(path)
     }
@@ -193,7 +240,7 @@ impl Graph {
     pub fn import_subgraph(&self, topics: &[String], hops: usize, out: &Path) -> Result<()> {
         super::refuse_existing(out)?;
         let triples = self.subgraph(&self.link_all(topics)?, hops)?;
-        write_relation_tables(&triples, out, Overwrite::Refuse)
+        graph_tables::write(&graph_tables::layout(&triples, ""), out, Overwrite::Refuse)
     }
 
     fn link_all(&self, topics: &[String]) -> Result<Vec<String>> {
@@ -244,6 +291,12 @@ fn read_triples(path: &Path) -> Result<Vec<Triple>> {
     Ok(triples)
 }
 
+fn distinct_relations(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    conn.prepare("SELECT DISTINCT relation FROM triples")?
+        .query_map([], |r| r.get(0))?
+        .collect()
+}
+
 fn store_error(path: &Path, error: rusqlite::Error) -> Error {
     Error::DatabaseOpen {
         path: path.to_path_buf(),
@@ -272,84 +325,6 @@ fn write_store(triples: &[Triple], path: &Path) -> Result<()> {
              CREATE INDEX names_folded ON names(folded);",
         )
     })
-}
-
-/// One table per relation: `entity` (the subject) and the relation's name
-/// (the object). A column is declared a foreign key of every other table
-/// whose subjects it shares, so that joins are visible to the model and to
-/// the join repair. They are declared largest first; SQLite lists them last
-/// declared first and the schema shows the first listed, so each column
-/// shows its key to the smallest such table, which links the tables in a
-/// chain (showing the largest, a star through one table, was measured
-/// worse on the two-hop test question).
-fn write_relation_tables(triples: &[Triple], path: &Path, overwrite: Overwrite) -> Result<()> {
-    let mut by_relation: BTreeMap<String, Vec<&Triple>> = BTreeMap::new();
-    for t in triples {
-        by_relation
-            .entry(identifier(&t.relation, "relation"))
-            .or_default()
-            .push(t);
-    }
-    let subjects: BTreeMap<&str, HashSet<&str>> = by_relation
-        .iter()
-        .map(|(name, rows)| {
-            (
-                name.as_str(),
-                rows.iter().map(|t| t.head.as_str()).collect(),
-            )
-        })
-        .collect();
-    let mut by_size: Vec<&str> = subjects.keys().copied().collect();
-    by_size.sort_by_key(|name| std::cmp::Reverse(subjects[name].len()));
-    let rank = |name: &str| by_size.iter().position(|&n| n == name);
-    // The tables other than `own` holding a subject in `values`; for the
-    // subject column, only the larger ones, so that each pair of tables is
-    // linked by one key, not by two mirrored ones.
-    let sharing = |own: &str, subject: bool, values: &HashSet<&str>| -> Vec<&str> {
-        by_size
-            .iter()
-            .copied()
-            .filter(|&other| other != own && !(subject && rank(other) > rank(own)))
-            .filter(|&other| !subjects[other].is_disjoint(values))
-            .collect()
-    };
-    sqlite_file::write_new(path, overwrite, |conn| {
-        for (name, rows) in &by_relation {
-            let column = if name == "entity" { "entity_2" } else { name };
-            let objects: HashSet<&str> = rows.iter().map(|t| t.tail.as_str()).collect();
-            let mut keys = Vec::new();
-            let sides = [
-                ("entity", true, &subjects[name.as_str()]),
-                (column, false, &objects),
-            ];
-            for (own_column, subject, values) in sides {
-                for other in sharing(name, subject, values) {
-                    keys.push(format!(
-                        ", FOREIGN KEY ({own_column}) REFERENCES {other}(entity)"
-                    ));
-                }
-            }
-            conn.execute_batch(&format!(
-                "CREATE TABLE {name} (entity TEXT, {column} TEXT{})",
-                keys.concat()
-            ))?;
-            let mut insert = conn.prepare(&format!("INSERT INTO {name} VALUES (?1, ?2)"))?;
-            for t in rows {
-                insert.execute(params![t.head, t.tail])?;
-            }
-        }
-        Ok(())
-    })
-}
-
-fn trigrams(text: &str) -> HashSet<[char; 3]> {
-    let chars: Vec<char> = format!("  {text} ").chars().collect();
-    chars.windows(3).map(|w| [w[0], w[1], w[2]]).collect()
-}
-
-fn jaccard(a: &HashSet<[char; 3]>, b: &HashSet<[char; 3]>) -> f64 {
-    let shared = a.intersection(b).count();
-    shared as f64 / (a.len() + b.len() - shared).max(1) as f64
 }
 
 #[cfg(test)]
@@ -427,11 +402,33 @@ Ronin|starred_actors|Robert De Niro
     }
 
     #[test]
+    fn the_walk_keeps_types_but_never_passes_through_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let typed = format!("{FILMS}Heat|type|film\nRonin|type|film\nAl Pacino|type|person\n");
+        let graph = graph(&dir, &typed).unwrap();
+        let edges = |hops| -> Vec<String> {
+            let triples = graph.subgraph(&["Al Pacino".into()], hops).unwrap();
+            triples
+                .iter()
+                .map(|t| format!("{}>{}", t.head, t.tail))
+                .collect()
+        };
+        // Heat, reached last, is typed; Ronin, a film too, is not reached.
+        assert_eq!(
+            edges(1),
+            ["Al Pacino>person", "Heat>Al Pacino", "Heat>film"]
+        );
+        let two = edges(2);
+        assert!(two.contains(&"Heat>Michael Mann".to_string()), "{two:?}");
+        assert!(!two.iter().any(|t| t.starts_with("Ronin")), "{two:?}");
+    }
+
+    #[test]
     fn a_two_hop_question_is_a_join_of_relation_tables() {
         let dir = tempfile::tempdir().unwrap();
         let graph = graph(&dir, FILMS).unwrap();
         let path = graph
-            .subgraph_database(&["michael mann".into()], 2)
+            .subgraph_database(&["michael mann".into()], 2, "")
             .unwrap();
         let conn = Connection::open(&path).unwrap();
         let mut actors: Vec<String> = conn

@@ -5,6 +5,7 @@
 
 pub mod cells;
 pub mod graph;
+mod graph_tables;
 mod names;
 mod read;
 mod sqlite_file;
