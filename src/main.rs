@@ -690,6 +690,12 @@ struct BenchArgs {
     /// one run over N machines; `iesr merge` joins the N folders.
     #[arg(long)]
     shard: Option<Shard>,
+    /// Questions answered at once, for a model served by --openai-url
+    /// (their requests overlap; give the server as many slots). A local
+    /// model answers one question at a time, decoding its samples as one
+    /// batch.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    concurrency: u16,
     #[command(flatten)]
     method: MethodArgs,
     #[command(flatten)]
@@ -1126,6 +1132,11 @@ fn bench(args: BenchArgs) -> Result<()> {
         dataset.examples = shard.select(std::mem::take(&mut dataset.examples));
     }
     let spec = args.model.spec()?;
+    if args.concurrency > 1 && spec.server.is_none() {
+        return Err(Error::InvalidArgument(
+            "--concurrency above 1 needs a served model (--openai-url); a local model answers one question at a time".into(),
+        ));
+    }
     let search = args.method.config(spec.gpu_class(), MethodArg::Greedy)?;
     let model = open_model(&spec)?;
     let config = BenchConfig {
@@ -1135,6 +1146,7 @@ fn bench(args: BenchArgs) -> Result<()> {
         judge: open_judge(&args.method, &spec)?,
         progress: !args.json && std::io::stderr().is_terminal(),
         shard: args.shard,
+        concurrency: usize::from(args.concurrency),
     };
     let summary = iesr::eval::bench::run(&dataset, model, &config)?;
     output::print(args.json, &summary, output::bench_summary_text)

@@ -197,6 +197,17 @@ fn an_output_folder_that_cannot_be_made_is_a_clear_error() {
     );
 }
 
+/// Questions at once need a served model; a local one is refused before
+/// anything is written.
+#[test]
+fn concurrency_with_a_local_model_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let stderr = one_line_failure(bench_with(&out, 2, false, &["--concurrency", "2"]));
+    assert!(stderr.contains("--openai-url"), "{stderr}");
+    assert!(!out.exists());
+}
+
 /// Seven greedy answers in one run, and the seventh again after a restart:
 /// cached prompt states of earlier questions must not change it (before
 /// they were reused only in whole aligned blocks, this question's query

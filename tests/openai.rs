@@ -4,6 +4,7 @@
 mod common;
 
 use common::model_path;
+use common::relay::Relay;
 
 use iesr::llm::openai::OpenAiModel;
 use iesr::llm::{ChatMessage, FinishReason, LanguageModel, Prompt, Sampling};
@@ -175,6 +176,58 @@ fn chat_completions_against_llama_cpp_server() {
         )
         .unwrap();
     assert!(!raw.completions[0].text.is_empty());
+}
+
+/// `iesr bench` through the server, returning the predicted SQL by question.
+fn bench_through(url: &str, concurrency: usize, out: &std::path::Path) -> Vec<(String, String)> {
+    let output = assert_cmd::Command::cargo_bin("iesr")
+        .unwrap()
+        .args(["bench", "--dataset", "spider", "--db", "concert_singer"])
+        .args(["--method", "greedy", "--limit", "4", "--json"])
+        .arg("--data-dir")
+        .arg(common::datasets().join("spider"))
+        .args(["--openai-url", &format!("{url}/v1"), "--model", "default"])
+        .args(["--concurrency", &concurrency.to_string()])
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = std::fs::read_to_string(out.join("predictions.jsonl")).unwrap();
+    let mut sql: Vec<(String, String)> = text
+        .lines()
+        .map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            (
+                record["question_id"].as_str().unwrap().to_string(),
+                record["sql"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    sql.sort();
+    sql
+}
+
+/// With `--concurrency 2` two questions' requests are in flight at once
+/// (seen by a relay in front of the server), and the answers are those of
+/// a run that asks one question at a time.
+#[test]
+fn a_bench_sends_concurrent_requests_to_the_server() {
+    let Some(server) = start_server() else { return };
+    let upstream = server.url.trim_start_matches("http://");
+    let dir = tempfile::tempdir().unwrap();
+    let one_at_a_time = Relay::start(upstream);
+    let sequential = bench_through(&one_at_a_time.url, 1, &dir.path().join("one"));
+    assert_eq!(one_at_a_time.peak(), 1);
+    let two_at_a_time = Relay::start(upstream);
+    let concurrent = bench_through(&two_at_a_time.url, 2, &dir.path().join("two"));
+    assert_eq!(two_at_a_time.peak(), 2);
+    assert_eq!(sequential.len(), 4);
+    assert_eq!(concurrent, sequential);
 }
 
 #[test]

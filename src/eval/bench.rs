@@ -2,6 +2,9 @@
 //! prediction line appended (and flushed) per question with its cost, one
 //! trace file per question, then scoring and a summary. A killed run
 //! continues with `--resume` without redoing or losing a finished question.
+//! Several questions may be answered at once (`concurrency`), each by its
+//! own worker with its own engines; the lines are then written in the
+//! order the answers come.
 
 use super::dataset::{Example, LoadedDataset};
 use super::predictions::Predictions;
@@ -10,12 +13,13 @@ use super::score::{score, score_one, EvalOptions, Report, Verdict};
 use super::shard::Shard;
 use crate::error::{Error, Result};
 use crate::llm::LanguageModel;
-use crate::search::{Engine, SearchConfig, Variant};
+use crate::search::{Answer, Engine, SearchConfig, Variant};
 use serde::{Deserialize, Serialize};
 use std::collections::hash_map::{Entry, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 
 #[derive(Clone)]
 pub struct BenchConfig {
@@ -29,6 +33,10 @@ pub struct BenchConfig {
     /// The part of the dataset this run answers, when spread over machines
     /// (the dataset given is already that part).
     pub shard: Option<Shard>,
+    /// Questions answered at once (at least 1). Above 1 the model's calls
+    /// of different questions overlap, which a served model takes as
+    /// concurrent requests.
+    pub concurrency: usize,
 }
 
 /// One line of `predictions.jsonl`.
@@ -110,12 +118,8 @@ pub fn run(
         .filter(|e| !done.iter().any(|r| r.question_id == e.question_id))
         .collect();
     let bar = progress_bar(dataset.examples.len(), done.len(), config.progress);
-    let mut engines: HashMap<PathBuf, Engine> = HashMap::new();
     let mut correct = 0;
-    for example in todo {
-        let judge = config.judge.as_ref();
-        let engine = engine_for(&mut engines, example, &model, &config.search, judge)?;
-        let answer = engine.answer(&example.question, example.hint.as_deref())?;
+    let mut record_answer = |example: &Example, answer: Answer, right: bool| -> Result<()> {
         let cost = &answer.trace.cost;
         let record = PredictionRecord {
             question_id: example.question_id.clone(),
@@ -135,20 +139,13 @@ pub fn run(
         writeln!(file, "{line}")
             .and_then(|_| file.flush())
             .map_err(|e| Error::write(&path, e))?;
-        let one = Predictions::Sql(HashMap::from([(
-            record.question_id.clone(),
-            record.sql.clone(),
-        )]));
-        // Scoring reads full results (digests), so the engine's row cap does not apply.
-        if score_one(engine.executor(), example, &one, &EvalOptions::default()).verdict
-            == Verdict::Correct
-        {
-            correct += 1;
-        }
+        correct += usize::from(right);
         done.push(record);
         bar.inc(1);
         bar.set_message(format!("correct {correct} of this session's questions"));
-    }
+        Ok(())
+    };
+    answer_all(&todo, &model, config, &mut record_answer)?;
     bar.finish_and_clear();
 
     let predictions = Predictions::Sql(
@@ -168,6 +165,72 @@ pub fn run(
     };
     write_summary(&config.out, &summary)?;
     Ok(summary)
+}
+
+/// Answers `todo` on `config.concurrency` workers, each pulling the next
+/// question; `record` is called here, one answer at a time, with whether
+/// the answer is right. The first error stops the workers (questions in
+/// flight finish) and is returned.
+fn answer_all(
+    todo: &[&Example],
+    model: &Arc<dyn LanguageModel>,
+    config: &BenchConfig,
+    record: &mut dyn FnMut(&Example, Answer, bool) -> Result<()>,
+) -> Result<()> {
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (sender, answers) = mpsc::channel::<(usize, Result<(Answer, bool)>)>();
+    std::thread::scope(|scope| {
+        for _ in 0..config.concurrency.max(1) {
+            let sender = sender.clone();
+            let (next, stop) = (&next, &stop);
+            scope.spawn(move || {
+                let mut engines = HashMap::new();
+                while !stop.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(example) = todo.get(i) else { break };
+                    let answered = answer_one(&mut engines, example, model, config);
+                    if sender.send((i, answered)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        let mut first_error = None;
+        for (i, answered) in answers {
+            let result = answered.and_then(|(answer, right)| record(todo[i], answer, right));
+            if let Err(error) = result {
+                stop.store(true, Ordering::Relaxed);
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    })
+}
+
+/// `example`'s answer and whether it is right.
+fn answer_one(
+    engines: &mut HashMap<PathBuf, Engine>,
+    example: &Example,
+    model: &Arc<dyn LanguageModel>,
+    config: &BenchConfig,
+) -> Result<(Answer, bool)> {
+    let engine = engine_for(
+        engines,
+        example,
+        model,
+        &config.search,
+        config.judge.as_ref(),
+    )?;
+    let answer = engine.answer(&example.question, example.hint.as_deref())?;
+    let one = Predictions::Sql(HashMap::from([(
+        example.question_id.clone(),
+        answer.sql.clone().unwrap_or_default(),
+    )]));
+    // Scoring reads full results (digests), so the engine's row cap does not apply.
+    let verdict = score_one(engine.executor(), example, &one, &EvalOptions::default()).verdict;
+    Ok((answer, verdict == Verdict::Correct))
 }
 
 /// The engine of `example`'s database, opened on its first question and

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod fake_openai;
+pub mod relay;
 
 use iesr::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
 use std::path::{Path, PathBuf};

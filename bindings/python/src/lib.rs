@@ -217,6 +217,7 @@ fn bench(
             judge: None,
             progress: false,
             shard: None,
+            concurrency: 1,
         };
         iesr::eval::bench::run(&data, spec.open()?, &config)
     })
