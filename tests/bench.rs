@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::model_path;
+use common::{model_path, sql_by_question};
 
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
@@ -50,22 +50,6 @@ fn one_line_failure(output: std::process::Output) -> String {
     assert!(!output.status.success(), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     stderr
-}
-
-fn sql_by_question(out: &Path) -> Vec<(String, String)> {
-    let text = std::fs::read_to_string(out.join("predictions.jsonl")).unwrap();
-    let mut pairs: Vec<(String, String)> = text
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            (
-                v["question_id"].as_str().unwrap().to_string(),
-                v["sql"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    pairs.sort();
-    pairs
 }
 
 #[test]

@@ -197,19 +197,7 @@ fn bench_through(url: &str, concurrency: usize, out: &std::path::Path) -> Vec<(S
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let text = std::fs::read_to_string(out.join("predictions.jsonl")).unwrap();
-    let mut sql: Vec<(String, String)> = text
-        .lines()
-        .map(|line| {
-            let record: serde_json::Value = serde_json::from_str(line).unwrap();
-            (
-                record["question_id"].as_str().unwrap().to_string(),
-                record["sql"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    sql.sort();
-    sql
+    common::sql_by_question(out)
 }
 
 /// With `--concurrency 2` two questions' requests are in flight at once

@@ -348,6 +348,15 @@ Ronin|starred_actors|Robert De Niro
         Graph::open_in(&file, &dir.path().join("cache"))
     }
 
+    /// The subgraph around `topic` as `head>tail` lines.
+    fn edges(graph: &Graph, topic: &str, hops: usize) -> Vec<String> {
+        let triples = graph.subgraph(&[topic.into()], hops).unwrap();
+        triples
+            .iter()
+            .map(|t| format!("{}>{}", t.head, t.tail))
+            .collect()
+    }
+
     #[test]
     fn topics_link_exactly_then_ignoring_case_then_by_trigrams() {
         let dir = tempfile::tempdir().unwrap();
@@ -382,13 +391,7 @@ Ronin|starred_actors|Robert De Niro
     fn the_subgraph_holds_what_lies_within_the_hops() {
         let dir = tempfile::tempdir().unwrap();
         let graph = graph(&dir, FILMS).unwrap();
-        let heads = |hops| -> Vec<String> {
-            let triples = graph.subgraph(&["Michael Mann".into()], hops).unwrap();
-            triples
-                .iter()
-                .map(|t| format!("{}>{}", t.head, t.tail))
-                .collect()
-        };
+        let heads = |hops| edges(&graph, "Michael Mann", hops);
         assert_eq!(heads(1), ["Collateral>Michael Mann", "Heat>Michael Mann"]);
         let two = heads(2);
         assert!(two.contains(&"Heat>Al Pacino".to_string()), "{two:?}");
@@ -406,13 +409,7 @@ Ronin|starred_actors|Robert De Niro
         let dir = tempfile::tempdir().unwrap();
         let typed = format!("{FILMS}Heat|type|film\nRonin|type|film\nAl Pacino|type|person\n");
         let graph = graph(&dir, &typed).unwrap();
-        let edges = |hops| -> Vec<String> {
-            let triples = graph.subgraph(&["Al Pacino".into()], hops).unwrap();
-            triples
-                .iter()
-                .map(|t| format!("{}>{}", t.head, t.tail))
-                .collect()
-        };
+        let edges = |hops| edges(&graph, "Al Pacino", hops);
         // Heat, reached last, is typed; Ronin, a film too, is not reached.
         assert_eq!(
             edges(1),

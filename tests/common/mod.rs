@@ -124,3 +124,20 @@ pub fn check_answer_states_are_reused(model: &dyn LanguageModel) {
         next.usage
     );
 }
+
+/// The SQL a bench run predicted, by question id.
+pub fn sql_by_question(out: &Path) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(out.join("predictions.jsonl")).unwrap();
+    let mut pairs: Vec<(String, String)> = text
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["question_id"].as_str().unwrap().to_string(),
+                v["sql"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    pairs.sort();
+    pairs
+}
