@@ -178,6 +178,41 @@ fn chat_completions_against_llama_cpp_server() {
     assert!(!raw.completions[0].text.is_empty());
 }
 
+/// llama.cpp's server answers one choice per request: the other rows of a
+/// call are asked for all at once, each with its own seed, and come back
+/// as a run of requests one after another would bring them.
+#[test]
+fn rows_a_server_leaves_out_are_asked_for_at_once() {
+    let Some(server) = start_server() else { return };
+    let relay = Relay::start(server.url.trim_start_matches("http://"));
+    let through_relay = OpenAiModel::new(&relay.url, "default", None, Duration::from_secs(120));
+    let sampling = Sampling {
+        temperature: 0.9,
+        max_tokens: 16,
+        seed: 11,
+        n: 3,
+        ..Sampling::default()
+    };
+    let together = through_relay.generate(&prompt(), &sampling).unwrap();
+    assert_eq!(together.completions.len(), 3);
+    // The first request alone, then rows 1 and 2 at once.
+    assert_eq!(relay.peak(), 2);
+    let direct = OpenAiModel::new(&server.url, "default", None, Duration::from_secs(120));
+    for row in 0..3 {
+        let alone = direct
+            .generate(
+                &prompt(),
+                &Sampling {
+                    first_row: row,
+                    n: 1,
+                    ..sampling.clone()
+                },
+            )
+            .unwrap();
+        assert_eq!(alone.completions[0].text, together.completions[row].text);
+    }
+}
+
 /// `iesr bench` through the server, returning the predicted SQL by question.
 fn bench_through(url: &str, concurrency: usize, out: &std::path::Path) -> Vec<(String, String)> {
     let output = assert_cmd::Command::cargo_bin("iesr")

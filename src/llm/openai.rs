@@ -116,6 +116,14 @@ struct Rows {
     seed: u64,
 }
 
+/// What one request brought back.
+struct Answered {
+    completions: Vec<Completion>,
+    prompt_tokens: usize,
+    cached_prompt_tokens: usize,
+    generated_tokens: usize,
+}
+
 impl OpenAiModel {
     /// `base_url` is the server's root (`http://host:8000`) or its `/v1`;
     /// `timeout` bounds each request, from connecting to the answer's end.
@@ -141,6 +149,44 @@ impl OpenAiModel {
     pub fn with_retries(mut self, retries: u32) -> Self {
         self.retries = retries;
         self
+    }
+
+    /// The completions of one request, at most `rows.n`.
+    fn ask(&self, prompt: &Prompt, sampling: &Sampling, rows: Rows) -> Result<Answered> {
+        let (url, body) = self.body(prompt, sampling, rows);
+        let response = self.post(&url, &body)?;
+        if response.choices.is_empty() {
+            return Err(Error::Inference(format!(
+                "{url}: the server returned no choices"
+            )));
+        }
+        let reported = response.usage.unwrap_or_default();
+        let per_choice = reported.completion_tokens / response.choices.len();
+        let completions = response
+            .choices
+            .into_iter()
+            .take(rows.n)
+            .map(|choice| Completion {
+                text: choice
+                    .message
+                    .map(|m| m.content)
+                    .or(choice.text)
+                    .unwrap_or_default(),
+                finish_reason: match choice.finish_reason.as_deref() {
+                    Some("length") => FinishReason::Length,
+                    _ => FinishReason::Stop,
+                },
+                generated_tokens: per_choice,
+            })
+            .collect();
+        Ok(Answered {
+            completions,
+            prompt_tokens: reported.prompt_tokens,
+            cached_prompt_tokens: reported
+                .prompt_tokens_details
+                .map_or(0, |d| d.cached_tokens),
+            generated_tokens: reported.completion_tokens,
+        })
     }
 
     fn body(&self, prompt: &Prompt, sampling: &Sampling, rows: Rows) -> (String, Value) {
@@ -237,60 +283,54 @@ impl LanguageModel for OpenAiModel {
     }
 
     /// Servers that ignore `n` get further requests with the following
-    /// seeds until `n` completions are in. A server samples every choice
-    /// of a request alike, so greedy rows (`Sampling::greedy_rows`) are
-    /// asked for in a request of their own at temperature 0. Row i of a
-    /// larger request is asked for with seed + i, so rows asked for apart
+    /// seeds, all at once (a server with several slots computes them
+    /// together), until `n` completions are in. A server samples every
+    /// choice of a request alike, so greedy rows (`Sampling::greedy_rows`)
+    /// are asked for in a request of their own at temperature 0. Row i of
+    /// a larger request is asked for with seed + i, so rows asked for apart
     /// (`first_row`) do not repeat the first rows' draws.
     fn generate(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation> {
         let started = Instant::now();
         let wanted = sampling.n.max(1);
-        let greedy = sampling.greedy_rows_here();
-        let mut completions = Vec::with_capacity(wanted);
-        let mut usage = Usage::default();
+        let greedy = sampling.greedy_rows_here().min(wanted);
         let first_seed = sampling.seed.wrapping_add(sampling.first_row as u64);
-        while completions.len() < wanted {
-            let done = completions.len();
-            let (end, temperature) = if done < greedy {
-                (greedy, 0.0)
-            } else {
-                (wanted, sampling.temperature)
-            };
-            let rows = Rows {
-                n: end - done,
-                temperature,
-                seed: first_seed.wrapping_add(done as u64),
-            };
-            let (url, body) = self.body(prompt, sampling, rows);
-            let response = self.post(&url, &body)?;
-            if response.choices.is_empty() {
-                return Err(Error::Inference(format!(
-                    "{url}: the server returned no choices"
-                )));
+        let rows = |start: usize, n: usize, temperature: f32| Rows {
+            n,
+            temperature,
+            seed: first_seed.wrapping_add(start as u64),
+        };
+        let mut answers = Vec::new();
+        for (start, end, temperature) in [(0, greedy, 0.0), (greedy, wanted, sampling.temperature)]
+        {
+            if start == end {
+                continue;
             }
-            let reported = response.usage.unwrap_or_default();
-            usage.prompt_tokens = reported.prompt_tokens;
-            usage.cached_prompt_tokens += reported
-                .prompt_tokens_details
-                .map_or(0, |d| d.cached_tokens);
-            usage.generated_tokens += reported.completion_tokens;
-            let per_choice = reported.completion_tokens / response.choices.len();
-            for choice in response.choices.into_iter().take(rows.n) {
-                let text = choice
-                    .message
-                    .map(|m| m.content)
-                    .or(choice.text)
-                    .unwrap_or_default();
-                let finish_reason = match choice.finish_reason.as_deref() {
-                    Some("length") => FinishReason::Length,
-                    _ => FinishReason::Stop,
-                };
-                completions.push(Completion {
-                    text,
-                    finish_reason,
-                    generated_tokens: per_choice,
-                });
-            }
+            let first = self.ask(prompt, sampling, rows(start, end - start, temperature))?;
+            let missing = start + first.completions.len()..end;
+            answers.push(first);
+            let rest = std::thread::scope(|scope| {
+                let asked: Vec<_> = missing
+                    .map(|row| {
+                        let one = rows(row, 1, temperature);
+                        scope.spawn(move || self.ask(prompt, sampling, one))
+                    })
+                    .collect();
+                asked
+                    .into_iter()
+                    .map(|request| request.join().expect("a request thread panicked"))
+                    .collect::<Result<Vec<Answered>>>()
+            })?;
+            answers.extend(rest);
+        }
+        let mut completions = Vec::with_capacity(wanted);
+        let mut usage = Usage {
+            prompt_tokens: answers.first().map_or(0, |a| a.prompt_tokens),
+            ..Usage::default()
+        };
+        for answer in answers {
+            usage.cached_prompt_tokens += answer.cached_prompt_tokens;
+            usage.generated_tokens += answer.generated_tokens;
+            completions.extend(answer.completions);
         }
         // The server does not say how its time split; all of it is counted
         // as decoding.
