@@ -391,4 +391,16 @@ mod tests {
         std::fs::write(&path, format!("{line}\n{}", &line[..line.len() / 2])).unwrap();
         assert_eq!(read_records(&path).unwrap(), vec![record]);
     }
+
+    /// A resumed run rewrites the lines it read: they must come out as
+    /// they went in, to the last digit of a time.
+    #[test]
+    fn records_read_back_are_written_as_they_were() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(PREDICTIONS);
+        let line = r#"{"question_id":"1","db_id":"d","sql":"SELECT 1","confidence":1.0,"calls":1,"prompt_tokens":620,"cached_prompt_tokens":512,"generated_tokens":5,"seconds":1.5720883350000001}"#;
+        std::fs::write(&path, format!("{line}\n")).unwrap();
+        write_records(&path, &read_records(&path).unwrap()).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), format!("{line}\n"));
+    }
 }
