@@ -247,35 +247,33 @@ fn a_graph_query_without_a_question_or_topic_asks_for_the_topic() {
     assert!(stderr.contains("--topic ENTITY"), "{stderr}");
 }
 
-/// Without --topic, the graph's entity the question names is its topic.
-#[test]
-fn search_answers_a_two_hop_question_over_a_graph_with_the_real_model() {
+/// The 0.5B model's greedy answer to the demo's two-hop question over
+/// `graph`; it must be Greek.
+fn greedy_answer_of_the_two_hop_question(graph: PathBuf) -> serde_json::Value {
     let home = tempfile::tempdir().unwrap();
     let answer = json_output(
         iesr(home.path())
             .args(["search", "--json", "--method", "greedy", "--kg"])
-            .arg(demo_graph())
+            .arg(graph)
             .arg("--model")
             .arg(model_path())
             .arg("What languages are the movies directed by Joel Zwick in?"),
     );
     assert_eq!(answer["result"]["rows"][0][0], "Greek", "{}", answer["sql"]);
+    answer
+}
+
+/// Without --topic, the graph's entity the question names is its topic.
+#[test]
+fn search_answers_a_two_hop_question_over_a_graph_with_the_real_model() {
+    greedy_answer_of_the_two_hop_question(demo_graph());
 }
 
 /// Where the graph states types, a film's relations of one object each are
 /// columns of the `film` table, so the same two-hop question needs no join.
 #[test]
 fn search_answers_a_two_hop_question_over_typed_tables_with_the_real_model() {
-    let home = tempfile::tempdir().unwrap();
-    let answer = json_output(
-        iesr(home.path())
-            .args(["search", "--json", "--method", "greedy", "--kg"])
-            .arg(typed_demo_graph())
-            .arg("--model")
-            .arg(model_path())
-            .arg("What languages are the movies directed by Joel Zwick in?"),
-    );
-    assert_eq!(answer["result"]["rows"][0][0], "Greek", "{}", answer["sql"]);
+    let answer = greedy_answer_of_the_two_hop_question(typed_demo_graph());
     let sql = answer["sql"].as_str().unwrap();
     assert!(sql.contains("FROM film"), "{sql}");
 }
