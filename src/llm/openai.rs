@@ -292,7 +292,7 @@ impl LanguageModel for OpenAiModel {
     fn generate(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation> {
         let started = Instant::now();
         let wanted = sampling.n.max(1);
-        let greedy = sampling.greedy_rows_here().min(wanted);
+        let greedy = sampling.greedy_rows_here();
         let first_seed = sampling.seed.wrapping_add(sampling.first_row as u64);
         let rows = |start: usize, n: usize, temperature: f32| Rows {
             n,

@@ -34,9 +34,9 @@ pub struct Graph {
     cache: PathBuf,
     /// The store's file, named in errors.
     store: PathBuf,
-    /// Whether the graph states entity types, so that a subgraph's tables
-    /// depend on the question (`graph_tables`).
-    typed: bool,
+    /// The relations that state an entity's type (`graph_tables`); where
+    /// there are some, a subgraph's tables depend on the question.
+    type_relations: HashSet<String>,
 }
 
 impl Graph {
@@ -57,13 +57,17 @@ impl Graph {
         }
         let conn = Connection::open_with_flags(&store, OpenFlags::SQLITE_OPEN_READ_ONLY)
             .map_err(|e| store_error(&store, e))?;
-        let relations = distinct_relations(&conn).map_err(|e| store_error(&store, e))?;
+        let type_relations = distinct_relations(&conn)
+            .map_err(|e| store_error(&store, e))?
+            .into_iter()
+            .filter(|r| graph_tables::is_type_relation(r))
+            .collect();
         Ok(Graph {
             conn,
             key,
             cache: dir.to_path_buf(),
             store,
-            typed: relations.iter().any(|r| graph_tables::is_type_relation(r)),
+            type_relations,
         })
     }
 
@@ -164,7 +168,7 @@ impl Graph {
                 for edge in edges {
                     // A type links every entity of its kind: its edges are
                     // kept, but the walk does not pass through it.
-                    let ends = match graph_tables::is_type_relation(&edge.relation) {
+                    let ends = match self.type_relations.contains(&edge.relation) {
                         true => &[&edge.head][..],
                         false => &[&edge.head, &edge.tail][..],
                     };
@@ -178,7 +182,7 @@ impl Graph {
             }
             frontier = next;
         }
-        if self.typed {
+        if !self.type_relations.is_empty() {
             // The nodes reached last are typed too, so that every entity a
             // table names is listed in its type's table.
             let mut typing = self
@@ -191,7 +195,7 @@ impl Graph {
                     .and_then(|rows| rows.collect())
                     .map_err(failed)?;
                 for (relation, tail) in edges {
-                    if graph_tables::is_type_relation(&relation) {
+                    if self.type_relations.contains(&relation) {
                         kept.insert(Triple {
                             head: node.clone(),
                             relation,
@@ -221,7 +225,7 @@ impl Graph {
             hasher.update(&[0]);
         }
         // Only a type table's column order depends on the question.
-        if self.typed {
+        if !self.type_relations.is_empty() {
             hasher.update(question.as_bytes());
         }
         let dir = self.cache.join("subgraphs");

@@ -150,24 +150,31 @@ fn fold_into_types(
                 .push(name.clone());
         }
     }
+    let asked = content_words(question);
     for relations in folded.values_mut() {
+        let mut scored: Vec<(f64, String)> = relations
+            .drain(..)
+            .map(|r| (relevance(&r, &asked), r))
+            .collect();
         // Stable: equally close relations keep name order.
-        relations.sort_by(|a, b| relevance(b, question).total_cmp(&relevance(a, question)));
-        relations.truncate(MAX_TYPE_COLUMNS);
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        relations.extend(scored.into_iter().take(MAX_TYPE_COLUMNS).map(|(_, r)| r));
     }
     folded
 }
 
-/// How close a relation's name comes to the question: the best trigram
-/// similarity of one of its words to one of the question's.
-fn relevance(relation: &str, question: &str) -> f64 {
-    let asked: Vec<String> = words(question)
+fn content_words(text: &str) -> Vec<String> {
+    words(text)
         .into_iter()
         .filter(|w| !is_stopword(w))
-        .collect();
-    words(relation)
+        .collect()
+}
+
+/// How close a relation's name comes to the question's words `asked`: the
+/// best trigram similarity of one of its words to one of them.
+fn relevance(relation: &str, asked: &[String]) -> f64 {
+    content_words(relation)
         .iter()
-        .filter(|w| !is_stopword(w))
         .flat_map(|r| asked.iter().map(move |q| similarity(r, q)))
         .fold(0.0, f64::max)
 }
