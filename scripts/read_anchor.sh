@@ -9,7 +9,8 @@
 #          --data-dir ../shared/datasets/wikitablequestions \
 #          --subset datasets/subsets/wtq_dev_random100.json
 # Env: IESR (default target/release/iesr), MODEL (default the 0.5B card's
-#      file in the iesr model cache), PORT (default 8765), PYTHON (python3).
+#      file in the iesr model cache), PORT (default 8765), PYTHON (python3),
+#      THREADS (the server's threads, default all cores).
 set -euo pipefail
 out=$1
 shift
@@ -17,6 +18,7 @@ iesr=${IESR:-target/release/iesr}
 model=${MODEL:-${XDG_CACHE_HOME:-$HOME/.cache}/iesr/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf}
 port=${PORT:-8765}
 python=${PYTHON:-python3}
+threads=${THREADS:-$(nproc)}
 if [ ! -f "$model" ]; then
   echo "error: no model file at $model; run \`$iesr model pull\` or set MODEL" >&2
   exit 1
@@ -26,7 +28,7 @@ if ! "$python" -c "import llama_cpp.server" 2>/dev/null; then
   exit 1
 fi
 "$python" -m llama_cpp.server --host 127.0.0.1 --port "$port" --model "$model" \
-  --n_ctx 8192 --n_threads "$(nproc)" > "$out.server.log" 2>&1 &
+  --n_ctx 8192 --n_threads "$threads" > "$out.server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 120); do
