@@ -58,25 +58,17 @@ fn resumed_run_equals_uninterrupted_run() {
     let (whole, parts) = (dir.path().join("whole"), dir.path().join("parts"));
 
     let full = bench(&whole, 4, false);
-    assert!(
-        full.status.success(),
-        "{}",
-        String::from_utf8_lossy(&full.stderr)
-    );
+    common::assert_success(&full);
 
     // "Killed" after two questions: its summary covers two.
-    assert!(bench(&parts, 2, false).status.success());
+    common::assert_success(&bench(&parts, 2, false));
     assert_eq!(sql_by_question(&parts).len(), 2);
     // Without --resume the folder is not reused.
     let refused = bench(&parts, 4, false);
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--resume"));
     let resumed = bench(&parts, 4, true);
-    assert!(
-        resumed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&resumed.stderr)
-    );
+    common::assert_success(&resumed);
 
     assert_eq!(sql_by_question(&parts), sql_by_question(&whole));
     let summary = |o: &std::process::Output| -> serde_json::Value {
@@ -98,11 +90,7 @@ fn resumed_run_equals_uninterrupted_run() {
         .arg(&parts)
         .output()
         .unwrap();
-    assert!(
-        report.status.success(),
-        "{}",
-        String::from_utf8_lossy(&report.stderr)
-    );
+    common::assert_success(&report);
     let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
     let rows = &report["runs"];
     assert_eq!(rows.as_array().unwrap().len(), 2);
@@ -156,11 +144,7 @@ fn a_full_disk_stops_the_run_without_losing_finished_questions() {
     // Space again: the run resumes from the finished question.
     std::fs::remove_file(&blocked).unwrap();
     let resumed = bench_with(&out, 2, true, &greedy);
-    assert!(
-        resumed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&resumed.stderr)
-    );
+    common::assert_success(&resumed);
     assert_eq!(sql_by_question(&out).len(), 2);
 }
 
@@ -201,7 +185,7 @@ fn a_resumed_run_answers_each_question_as_the_whole_run_did() {
     let dir = tempfile::tempdir().unwrap();
     let (whole, parts) = (dir.path().join("whole"), dir.path().join("parts"));
     let greedy = ["--method", "greedy"];
-    assert!(bench_with(&whole, 7, false, &greedy).status.success());
+    common::assert_success(&bench_with(&whole, 7, false, &greedy));
     let answers = sql_by_question(&whole);
     // The first six as the whole run wrote them, then the seventh alone.
     std::fs::create_dir_all(&parts).unwrap();
@@ -209,11 +193,7 @@ fn a_resumed_run_answers_each_question_as_the_whole_run_did() {
     let first_six: String = text.lines().take(6).map(|l| format!("{l}\n")).collect();
     std::fs::write(parts.join("predictions.jsonl"), first_six).unwrap();
     let resumed = bench_with(&parts, 7, true, &greedy);
-    assert!(
-        resumed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&resumed.stderr)
-    );
+    common::assert_success(&resumed);
     assert_eq!(sql_by_question(&parts), answers);
 }
 
@@ -239,14 +219,10 @@ fn two_shards_merged_equal_one_unsharded_run() {
     let (whole, first, second) = (path("whole"), path("shard1"), path("shard2"));
     let greedy = ["--method", "greedy"];
     let full = bench_with(&whole, 3, false, &greedy);
-    assert!(full.status.success());
+    common::assert_success(&full);
     for (shard, out) in [("1/2", &first), ("2/2", &second)] {
         let run = bench_with(out, 3, false, &["--method", "greedy", "--shard", shard]);
-        assert!(
-            run.status.success(),
-            "{}",
-            String::from_utf8_lossy(&run.stderr)
-        );
+        common::assert_success(&run);
     }
     // Questions 1 and 3 in the first shard, 2 in the second.
     assert_eq!(sql_by_question(&first).len(), 2);
@@ -260,11 +236,7 @@ fn two_shards_merged_equal_one_unsharded_run() {
 
     let merged_dir = path("merged");
     let merged = merge(&merged_dir, &[&second, &first]);
-    assert!(
-        merged.status.success(),
-        "{}",
-        String::from_utf8_lossy(&merged.stderr)
-    );
+    common::assert_success(&merged);
     assert_eq!(sql_by_question(&merged_dir), sql_by_question(&whole));
     assert_eq!(
         std::fs::read_dir(merged_dir.join("traces"))

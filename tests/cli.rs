@@ -50,7 +50,7 @@ fn sql_json_is_machine_readable() {
         ])
         .output()
         .unwrap();
-    assert!(output.status.success());
+    common::assert_success(&output);
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(
         json["columns"],
@@ -111,7 +111,7 @@ fn eval_scores_gold_and_reports_bad_predictions_files() {
         ])
         .output()
         .unwrap();
-    assert!(output.status.success());
+    common::assert_success(&output);
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["ex"], 100.0);
     assert_eq!(report["overall"]["scored"], 10);
@@ -210,11 +210,7 @@ fn a_wal_database_in_a_read_only_folder_is_read_and_left_alone() {
         .unwrap();
     mode(&folder, 0o755);
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    common::assert_success(&output);
     assert!(stdout.contains("42"), "{stdout}");
     assert_eq!(common::folder_fingerprint(&folder), before);
 }

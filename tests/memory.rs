@@ -61,11 +61,7 @@ fn search_trace(db: &Path, store: &Path, dir: &Path) -> serde_json::Value {
         .arg("How many rows are there in the largest table?")
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    common::assert_success(&output);
     serde_json::from_str(&std::fs::read_to_string(trace).unwrap()).unwrap()
 }
 

@@ -227,11 +227,7 @@ fn bench_through(url: &str, concurrency: usize, out: &std::path::Path) -> Vec<(S
         .arg(out)
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    common::assert_success(&output);
     common::sql_by_question(out)
 }
 

@@ -59,11 +59,7 @@ fn cli_search_prints_sql_result_and_cost_and_writes_a_trace() {
         .arg("How many singers do we have?")
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    common::assert_success(&output);
     let stdout = String::from_utf8(output.stdout).unwrap();
     assert!(stdout.to_uppercase().contains("FROM SINGER"), "{stdout}");
     assert!(stdout.contains("| 6"), "{stdout}");
@@ -111,11 +107,7 @@ fn tree_search(home: &Path, args: &[&str]) -> (String, serde_json::Value) {
         .arg("How many singers do we have?")
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    common::assert_success(&output);
     let trace = serde_json::from_str(&std::fs::read_to_string(trace).unwrap()).unwrap();
     (String::from_utf8(output.stdout).unwrap(), trace)
 }

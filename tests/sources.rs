@@ -33,11 +33,7 @@ fn iesr(home: &Path) -> Command {
 /// Runs `command`, which must succeed, and reads its JSON output.
 fn json_output(command: &mut Command) -> serde_json::Value {
     let output = command.output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    common::assert_success(&output);
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
@@ -211,7 +207,7 @@ fn import_writes_a_subgraph_as_the_tables_a_question_would_see() {
             .output()
             .unwrap()
     };
-    assert!(import().status.success());
+    common::assert_success(&import());
     let query = "SELECT count(*), count(DISTINCT entity) FROM release_year";
     let imported = json_output(
         iesr(home.path())

@@ -32,11 +32,7 @@ fn rendered_dom(page: &Path, profile: &Path) -> String {
         .arg(format!("file://{}", page.display()))
         .output()
         .expect("chromium is missing: apt-get install chromium (as .ci/run does)");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    common::assert_success(&output);
     String::from_utf8(output.stdout).unwrap()
 }
 
@@ -61,11 +57,7 @@ fn a_search_trace_becomes_a_page_the_browser_draws_with_its_tree_and_winner() {
         trace.to_str().unwrap(),
         "What are the names of the singers older than 40?",
     ]);
-    assert!(
-        searched.status.success(),
-        "{}",
-        String::from_utf8_lossy(&searched.stderr)
-    );
+    common::assert_success(&searched);
     let viewed = iesr(&[
         "trace",
         "view",
@@ -73,11 +65,7 @@ fn a_search_trace_becomes_a_page_the_browser_draws_with_its_tree_and_winner() {
         "-o",
         page.to_str().unwrap(),
     ]);
-    assert!(
-        viewed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&viewed.stderr)
-    );
+    common::assert_success(&viewed);
 
     let recorded: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();

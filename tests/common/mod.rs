@@ -141,3 +141,13 @@ pub fn sql_by_question(out: &Path) -> Vec<(String, String)> {
     pairs.sort();
     pairs
 }
+
+/// Fails the test with the process's stderr unless it exited with success.
+#[track_caller]
+pub fn assert_success(output: &std::process::Output) {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
