@@ -30,8 +30,7 @@ fn build(store: &Path) -> serde_json::Value {
         .arg(store)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
+    common::assert_success(&output);
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
