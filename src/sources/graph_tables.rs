@@ -163,6 +163,7 @@ fn fold_into_types(
     folded
 }
 
+/// The words of `text` that are not stopwords.
 fn content_words(text: &str) -> Vec<String> {
     words(text)
         .into_iter()
