@@ -455,6 +455,10 @@ struct MethodArgs {
     /// convert_unit is there either way.
     #[arg(long)]
     functions: bool,
+    /// Leave out of the prompts that write a query directly the stored
+    /// values the question mentions and the columns that hold them.
+    #[arg(long)]
+    no_mentioned_values: bool,
     #[command(flatten)]
     search: TreeSearchArgs,
 }
@@ -573,6 +577,7 @@ impl MethodArgs {
             read_chars: self.read_chars,
             demonstrations: self.demonstrations()?,
             functions: self.functions,
+            mentioned_values: !self.no_mentioned_values,
             iesr: self.search.config(gpu_class)?,
             ..SearchConfig::default()
         })

@@ -41,7 +41,7 @@ impl Engine {
     ) -> Result<Annotation> {
         let mut trace = Trace::default();
         let schema_text = self.question_schema(question, hint, &mut trace);
-        let examples = self.examples(question, &mut trace)?;
+        let examples = self.examples(question, hint, &mut trace)?;
         let mut messages =
             direct_prompt(&schema_text, &examples, hint, question, DIRECT_INSTRUCTION);
         let mut annotation = Annotation::default();

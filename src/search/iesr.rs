@@ -29,7 +29,7 @@ impl Engine {
         let config = &self.config.iesr;
         let seed = self.config.seed;
         let question_schema = self.question_schema(question, hint, &mut trace);
-        let examples = self.examples(question, &mut trace)?;
+        let examples = self.examples(question, hint, &mut trace)?;
         let functions = FunctionWriter::new(self, question);
         let plain = QuestionContext {
             schema: question_schema.clone(),

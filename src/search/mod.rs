@@ -9,6 +9,7 @@ mod feedback;
 mod functions;
 mod iesr;
 pub mod mcts;
+mod mentioned_values;
 pub mod name_constraint;
 mod query_first;
 mod read_answer;
@@ -137,6 +138,9 @@ pub struct SearchConfig {
     /// Let the direct prompts call functions SQLite lacks (`fn_...`),
     /// written in JavaScript when a query needs them (`functions`).
     pub functions: bool,
+    /// Show the direct prompts the stored values the question mentions
+    /// and the columns that hold them (`mentioned_values`).
+    pub mentioned_values: bool,
     pub exec: ExecConfig,
     pub iesr: IesrConfig,
 }
@@ -157,6 +161,7 @@ impl Default for SearchConfig {
             read_chars: DEFAULT_READ_CHARS,
             demonstrations: None,
             functions: false,
+            mentioned_values: true,
             exec: ExecConfig::default(),
             iesr: IesrConfig::default(),
         }
@@ -331,7 +336,7 @@ impl Engine {
         mut trace: Trace,
     ) -> Result<Answer> {
         let schema_text = self.question_schema(question, hint, &mut trace);
-        let examples = self.examples(question, &mut trace)?;
+        let examples = self.examples(question, hint, &mut trace)?;
         let messages = direct_prompt(&schema_text, &examples, hint, question, DIRECT_INSTRUCTION);
         let sampling = Sampling {
             temperature,
@@ -553,17 +558,19 @@ impl Engine {
     ) -> Result<(Prompt, Option<Constraint>)> {
         let mut trace = Trace::default();
         let schema_text = self.question_schema(question, hint, &mut trace);
-        let examples = self.examples(question, &mut trace)?;
+        let examples = self.examples(question, hint, &mut trace)?;
         let messages = direct_prompt(&schema_text, &examples, hint, question, DIRECT_INSTRUCTION);
         Ok((Prompt::Chat(messages), self.direct_constraint.clone()))
     }
 
-    /// The worked examples the direct prompts show for `question` (none of
-    /// this database), as a prompt paragraph (the trace names them), and
-    /// what functions a query may call when functions are on.
-    fn examples(&self, question: &str, trace: &mut Trace) -> Result<String> {
+    /// What the direct prompts show for `question` besides the schema, as
+    /// prompt paragraphs: the stored values it mentions, the worked
+    /// examples (none of this database; the trace names them), and what
+    /// functions a query may call when functions are on.
+    fn examples(&self, question: &str, hint: Option<&str>, trace: &mut Trace) -> Result<String> {
+        let values = self.mentioned_values(question, hint);
         let Some(demonstrations) = &self.config.demonstrations else {
-            return Ok(self.functions_paragraph());
+            return Ok(values + &self.functions_paragraph());
         };
         let chosen = demonstrations.memory.nearest(
             question,
@@ -574,7 +581,22 @@ impl Engine {
             .iter()
             .map(|r| format!("{}/{}/{}", r.dataset, r.db_id, r.question_id))
             .collect();
-        Ok(memory::render(&chosen) + &self.functions_paragraph())
+        Ok(values + &memory::render(&chosen) + &self.functions_paragraph())
+    }
+
+    /// The stored values `question` and `hint` mention, with their
+    /// columns, when switched on. Linking is optional evidence: a database
+    /// whose values cannot be indexed shows none.
+    fn mentioned_values(&self, question: &str, hint: Option<&str>) -> String {
+        if !self.config.mentioned_values {
+            return String::new();
+        }
+        let text = format!("{question} {}", hint.unwrap_or_default());
+        self.value_index()
+            .map(|index| {
+                mentioned_values::paragraph(&index.lookup(&text, mentioned_values::MIN_SIMILARITY))
+            })
+            .unwrap_or_default()
     }
 
     /// The schema as the one-call prompts for `question` show it: focused
@@ -718,6 +740,9 @@ mod tests {
             method,
             feedback_rounds: rounds,
             name_constraint: false,
+            // Values are shown in a test of their own, which keeps its index
+            // in a folder of its own.
+            mentioned_values: false,
             ..SearchConfig::default()
         };
         Engine::new(model, &concert_singer(), config).unwrap()
@@ -997,6 +1022,37 @@ SELECT nosuch FROM singer
         assert!(answer.trace.calls[0].prompt[1]
             .content
             .contains("CREATE TABLE singer"));
+    }
+
+    #[test]
+    fn the_direct_prompt_names_the_columns_that_hold_the_values_mentioned() {
+        let index = tempfile::tempdir().unwrap();
+        let ask = |mentioned_values: bool| {
+            let config = SearchConfig {
+                method: Method::Greedy,
+                name_constraint: false,
+                mentioned_values,
+                iesr: IesrConfig {
+                    index_dir: index.path().to_path_buf(),
+                    ..IesrConfig::default()
+                },
+                ..SearchConfig::default()
+            };
+            let model = Arc::new(ScriptedModel::new(vec![
+                "```sql\nSELECT count(*) FROM singer\n```",
+            ]));
+            let answer = Engine::new(model, &concert_singer(), config)
+                .unwrap()
+                .answer("How many singers are from france?", None)
+                .unwrap();
+            answer.trace.calls[0].prompt[1].content.clone()
+        };
+        let prompt = ask(true);
+        assert!(
+            prompt.contains("as the database stores them:\n- 'France' in singer.Country\n"),
+            "{prompt}"
+        );
+        assert!(!ask(false).contains("as the database stores them"));
     }
 
     #[test]

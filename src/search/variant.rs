@@ -84,6 +84,9 @@ impl SearchConfig {
         if self.functions {
             changes.insert(0, "functions".to_string());
         }
+        if !self.mentioned_values {
+            changes.insert(0, "no-mentioned-values".to_string());
+        }
         if let Some(demonstrations) = &self.demonstrations {
             let retrieval = &demonstrations.retrieval;
             let defaults = crate::memory::Retrieval::default();
@@ -202,6 +205,11 @@ mod tests {
             ..SearchConfig::default()
         };
         assert_eq!(whole.variant().label(), "greedy no-focus @1");
+        let unlinked = SearchConfig {
+            mentioned_values: false,
+            ..SearchConfig::default()
+        };
+        assert_eq!(unlinked.variant().label(), "greedy no-mentioned-values @1");
     }
 
     #[test]

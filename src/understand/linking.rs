@@ -86,7 +86,7 @@ impl ValueIndex {
     }
 
     /// Entries whose text is similar to a phrase of `text` (word spans of
-    /// one to three words, stop words alone skipped), best first, at most
+    /// one to six words, stop words alone skipped), best first, at most
     /// one match per column and value.
     pub fn lookup(&self, text: &str, min_similarity: f64) -> Vec<LinkMatch> {
         let mut best: HashMap<(String, String, Option<String>), LinkMatch> = HashMap::new();
@@ -135,11 +135,15 @@ impl ValueIndex {
     }
 }
 
-/// Word spans of one to three words that are not only stop words.
+/// Words of the longest phrase looked up: a name or a title of up to six
+/// words is matched whole, not only by its parts.
+const MAX_PHRASE_WORDS: usize = 6;
+
+/// Word spans of one to six words that are not only stop words.
 fn phrases(text: &str) -> Vec<String> {
     let words = words(text);
     let mut out = Vec::new();
-    for len in 1..=3 {
+    for len in 1..=MAX_PHRASE_WORDS {
         for span in words.windows(len) {
             if span.iter().all(|w| is_stopword(w) || w.len() < 2) {
                 continue;
