@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{model_path, sql_by_question};
+use common::{model_path, one_line_error, sql_by_question};
 
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
@@ -42,14 +42,6 @@ fn bench_with(out: &Path, limit: usize, resume: bool, extra: &[&str]) -> std::pr
         command.arg("--resume");
     }
     command.output().unwrap()
-}
-
-/// The stderr of a run that must fail with a one-line error.
-fn one_line_failure(output: std::process::Output) -> String {
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert!(!output.status.success(), "{stderr}");
-    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    stderr
 }
 
 #[test]
@@ -134,7 +126,7 @@ fn a_full_disk_stops_the_run_without_losing_finished_questions() {
     let blocked = out.join("traces/1.json");
     std::os::unix::fs::symlink("/dev/full", &blocked).unwrap();
     let greedy = ["--method", "greedy"];
-    let stderr = one_line_failure(bench_with(&out, 2, false, &greedy));
+    let stderr = one_line_error(&bench_with(&out, 2, false, &greedy));
     assert!(
         stderr.contains("cannot write") && stderr.contains("No space left on device"),
         "{stderr}"
@@ -153,7 +145,7 @@ fn an_output_folder_that_cannot_be_made_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("a-file");
     std::fs::write(&file, "").unwrap();
-    let stderr = one_line_failure(bench_with(
+    let stderr = one_line_error(&bench_with(
         &file.join("run"),
         1,
         false,
@@ -171,7 +163,7 @@ fn an_output_folder_that_cannot_be_made_is_a_clear_error() {
 fn concurrency_with_a_local_model_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let stderr = one_line_failure(bench_with(&out, 2, false, &["--concurrency", "2"]));
+    let stderr = one_line_error(&bench_with(&out, 2, false, &["--concurrency", "2"]));
     assert!(stderr.contains("--openai-url"), "{stderr}");
     assert!(!out.exists());
 }
@@ -229,9 +221,9 @@ fn two_shards_merged_equal_one_unsharded_run() {
     assert_eq!(sql_by_question(&second).len(), 1);
 
     // One shard alone, or a folder that is no shard, is refused.
-    let missing = one_line_failure(merge(&path("partial"), &[&first]));
+    let missing = one_line_error(&merge(&path("partial"), &[&first]));
     assert!(missing.contains("shard 2/2 is missing"), "{missing}");
-    let unsharded = one_line_failure(merge(&path("mixed"), &[&first, &whole]));
+    let unsharded = one_line_error(&merge(&path("mixed"), &[&first, &whole]));
     assert!(unsharded.contains("not a shard"), "{unsharded}");
 
     let merged_dir = path("merged");

@@ -13,13 +13,7 @@ fn iesr() -> Command {
 
 /// Runs the binary expecting failure, and returns its single stderr line.
 fn one_line_error(args: &[&str]) -> String {
-    let output = iesr().args(args).output().unwrap();
-    assert!(!output.status.success(), "{args:?} succeeded");
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert_eq!(stderr.lines().count(), 1, "not one line: {stderr}");
-    assert!(stderr.starts_with("error: "), "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    stderr
+    common::one_line_error(&iesr().args(args).output().unwrap())
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::model_path;
+use common::{model_path, one_line_error};
 
 use assert_cmd::Command;
 use iesr::llm::gguf;
@@ -81,9 +81,7 @@ fn search_on_a_missing_database_is_one_line() {
         .arg("How many?")
         .output()
         .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let stderr = one_line_error(&output);
     assert!(stderr.contains("/no/such.sqlite"));
 }
 

@@ -5,7 +5,7 @@
 mod common;
 
 use assert_cmd::Command;
-use common::{datasets, folder_fingerprint, model_path};
+use common::{datasets, folder_fingerprint, model_path, one_line_error};
 use iesr::eval::dataset::{self, DatasetKind, Filters};
 use iesr::sources::graph::Graph;
 use std::path::{Path, PathBuf};
@@ -134,9 +134,7 @@ fn bad_table_files_get_one_line_errors_naming_the_problem() {
             .arg("SELECT 1")
             .output()
             .unwrap();
-        assert!(!output.status.success(), "{name}");
-        let stderr = String::from_utf8(output.stderr).unwrap();
-        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        let stderr = one_line_error(&output);
         assert!(
             stderr.contains(name) && stderr.contains(expected),
             "{stderr}"
@@ -237,9 +235,7 @@ fn a_graph_query_without_a_question_or_topic_asks_for_the_topic() {
         .arg("SELECT 1")
         .output()
         .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let stderr = one_line_error(&output);
     assert!(stderr.contains("--topic ENTITY"), "{stderr}");
 }
 

@@ -142,6 +142,18 @@ pub fn sql_by_question(out: &Path) -> Vec<(String, String)> {
     pairs
 }
 
+/// The stderr of a run that must fail with a one-line error (`error: ...`,
+/// no panic); fails the test otherwise.
+#[track_caller]
+pub fn one_line_error(output: &std::process::Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!output.status.success(), "succeeded: {stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "not one line: {stderr}");
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
 /// Fails the test with the process's stderr unless it exited with success.
 #[track_caller]
 pub fn assert_success(output: &std::process::Output) {
