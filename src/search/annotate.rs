@@ -40,10 +40,8 @@ impl Engine {
         accepts: &mut dyn FnMut(&str) -> bool,
     ) -> Result<Annotation> {
         let mut trace = Trace::default();
-        let schema_text = self.question_schema(question, hint, &mut trace);
-        let examples = self.examples(question, hint, &mut trace)?;
-        let mut messages =
-            direct_prompt(&schema_text, &examples, hint, question, DIRECT_INSTRUCTION);
+        let material = self.direct_material(question, hint, &mut trace)?;
+        let mut messages = direct_prompt(&material, hint, question, DIRECT_INSTRUCTION);
         let mut annotation = Annotation::default();
         for attempt in 0..=retries {
             let retry = attempt > 0;

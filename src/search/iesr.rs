@@ -28,13 +28,11 @@ impl Engine {
     ) -> Result<Answer> {
         let config = &self.config.iesr;
         let seed = self.config.seed;
-        let question_schema = self.question_schema(question, hint, &mut trace);
-        let examples = self.examples(question, hint, &mut trace)?;
+        let direct = self.direct_material(question, hint, &mut trace)?;
         let functions = FunctionWriter::new(self, question);
         let plain = QuestionContext {
-            schema: question_schema.clone(),
-            plain_schema: question_schema,
-            examples,
+            schema: direct.schema.clone(),
+            direct,
             question: question.to_string(),
             hint: hint.map(String::from),
             understanding: String::new(),

@@ -503,6 +503,7 @@ pub(crate) mod tests {
     use crate::db::{ExecConfig, Executor};
     use crate::llm::scripted::ScriptedModel;
     use crate::search::reasoner::QuestionContext;
+    use crate::search::DirectMaterial;
 
     pub use crate::understand::demo::database as concert_singer;
 
@@ -515,8 +516,10 @@ pub(crate) mod tests {
     fn context() -> QuestionContext {
         QuestionContext {
             schema: "CREATE TABLE singer (Singer_ID int, Age int);".into(),
-            plain_schema: "CREATE TABLE singer (Singer_ID int, Age int);".into(),
-            examples: String::new(),
+            direct: DirectMaterial {
+                schema: "CREATE TABLE singer (Singer_ID int, Age int);".into(),
+                evidence: String::new(),
+            },
             question: "How many singers do we have?".into(),
             hint: None,
             understanding: String::new(),

@@ -33,7 +33,7 @@ use crate::select::{review, SelectConfig};
 use crate::trace::{CallRecord, CandidateRecord, Execution, Trace};
 use crate::understand::embedding::ColumnEmbeddings;
 use crate::understand::focus;
-use crate::understand::linking::ValueIndex;
+use crate::understand::linking::{LinkMatch, ValueIndex};
 use crate::understand::rules::RuleBase;
 use crate::understand::UnderstandConfig;
 pub use annotate::Annotation;
@@ -335,9 +335,8 @@ impl Engine {
         temperature: f32,
         mut trace: Trace,
     ) -> Result<Answer> {
-        let schema_text = self.question_schema(question, hint, &mut trace);
-        let examples = self.examples(question, hint, &mut trace)?;
-        let messages = direct_prompt(&schema_text, &examples, hint, question, DIRECT_INSTRUCTION);
+        let material = self.direct_material(question, hint, &mut trace)?;
+        let messages = direct_prompt(&material, hint, question, DIRECT_INSTRUCTION);
         let sampling = Sampling {
             temperature,
             top_p: if temperature > 0.0 { 0.95 } else { 1.0 },
@@ -415,7 +414,7 @@ impl Engine {
         }
         let groups = result_groups(&outcomes);
         let mut chosen = choose_by_execution(&outcomes, &groups);
-        let context = (question, hint, schema_text.as_str());
+        let context = (question, hint, material.schema.as_str());
         if let Some(winner) =
             self.reviewed_winner(context, (&sqls, &outcomes), &groups, n, &mut trace)?
         {
@@ -557,18 +556,55 @@ impl Engine {
         hint: Option<&str>,
     ) -> Result<(Prompt, Option<Constraint>)> {
         let mut trace = Trace::default();
-        let schema_text = self.question_schema(question, hint, &mut trace);
-        let examples = self.examples(question, hint, &mut trace)?;
-        let messages = direct_prompt(&schema_text, &examples, hint, question, DIRECT_INSTRUCTION);
+        let material = self.direct_material(question, hint, &mut trace)?;
+        let messages = direct_prompt(&material, hint, question, DIRECT_INSTRUCTION);
         Ok((Prompt::Chat(messages), self.direct_constraint.clone()))
     }
 
-    /// What the direct prompts show for `question` besides the schema, as
-    /// prompt paragraphs: the stored values it mentions, the worked
-    /// examples (none of this database; the trace names them), and what
-    /// functions a query may call when functions are on.
-    fn examples(&self, question: &str, hint: Option<&str>, trace: &mut Trace) -> Result<String> {
-        let values = self.mentioned_values(question, hint);
+    /// What the one-call prompts show for `question`: the schema, focused
+    /// on the tables it needs when the whole schema is over the focus
+    /// budget (the kept tables go in the trace), and the evidence
+    /// paragraphs (`evidence`). The question's stored values are looked up
+    /// once for both.
+    fn direct_material(
+        &self,
+        question: &str,
+        hint: Option<&str>,
+        trace: &mut Trace,
+    ) -> Result<DirectMaterial> {
+        let text = format!("{question} {}", hint.unwrap_or_default());
+        let focus_budget = self
+            .config
+            .focus_chars
+            .filter(|&budget| self.schema_full_chars > budget);
+        // Linking is optional evidence: a database whose values cannot be
+        // indexed shows none, and the focus still ranks by names.
+        let links = if focus_budget.is_some() || self.config.mentioned_values {
+            self.value_index()
+                .map(|index| index.lookup(&text, FOCUS_LINK_SIMILARITY))
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let schema = match focus_budget {
+            Some(budget) => self.focused_schema(&text, &links, budget, trace),
+            None => self.schema_text.clone(),
+        };
+        let evidence = self.evidence(question, &links, trace)?;
+        Ok(DirectMaterial { schema, evidence })
+    }
+
+    /// What the one-call prompts show besides the schema, as prompt
+    /// paragraphs: the stored values the question mentions (from `links`,
+    /// when switched on), the worked examples (none of this database; the
+    /// trace names them), and what functions a query may call when
+    /// functions are on.
+    fn evidence(&self, question: &str, links: &[LinkMatch], trace: &mut Trace) -> Result<String> {
+        let values = if self.config.mentioned_values {
+            mentioned_values::paragraph(links)
+        } else {
+            String::new()
+        };
         let Some(demonstrations) = &self.config.demonstrations else {
             return Ok(values + &self.functions_paragraph());
         };
@@ -584,45 +620,24 @@ impl Engine {
         Ok(values + &memory::render(&chosen) + &self.functions_paragraph())
     }
 
-    /// The stored values `question` and `hint` mention, with their
-    /// columns, when switched on. Linking is optional evidence: a database
-    /// whose values cannot be indexed shows none.
-    fn mentioned_values(&self, question: &str, hint: Option<&str>) -> String {
-        if !self.config.mentioned_values {
-            return String::new();
-        }
-        let text = format!("{question} {}", hint.unwrap_or_default());
-        self.value_index()
-            .map(|index| {
-                mentioned_values::paragraph(&index.lookup(&text, mentioned_values::MIN_SIMILARITY))
-            })
-            .unwrap_or_default()
-    }
-
-    /// The schema as the one-call prompts for `question` show it: focused
-    /// on the tables it needs when the whole schema is over the focus
-    /// budget (the kept tables go in the trace), else whole.
-    fn question_schema(&self, question: &str, hint: Option<&str>, trace: &mut Trace) -> String {
-        let Some(budget) = self
-            .config
-            .focus_chars
-            .filter(|&budget| self.schema_full_chars > budget)
-        else {
-            return self.schema_text.clone();
-        };
-        let text = format!("{question} {}", hint.unwrap_or_default());
-        // Linking and the embedding ranking are optional evidence: without
-        // them, tables named by the question and schema order still rank.
-        let links = self
-            .value_index()
-            .map(|index| index.lookup(&text, FOCUS_LINK_SIMILARITY))
-            .unwrap_or_default();
+    /// The schema focused on the tables `text` needs within `budget`
+    /// characters, the kept tables noted in the trace; the whole schema
+    /// when focusing keeps everything.
+    fn focused_schema(
+        &self,
+        text: &str,
+        links: &[LinkMatch],
+        budget: usize,
+        trace: &mut Trace,
+    ) -> String {
+        // The embedding ranking is optional evidence: without it, tables
+        // named by the question and schema order still rank.
         let ranked = self
             .column_embeddings()
             .ok()
-            .and_then(|e| e.rank(&text, usize::MAX, f32::MIN).ok())
+            .and_then(|e| e.rank(text, usize::MAX, f32::MIN).ok())
             .unwrap_or_default();
-        match focus::focus(&self.schema, &text, &links, &ranked, budget) {
+        match focus::focus(&self.schema, text, links, &ranked, budget) {
             Some(focused) => {
                 trace.focused_tables =
                     Some(focused.tables.iter().map(|t| t.name.clone()).collect());
@@ -633,8 +648,20 @@ impl Engine {
     }
 }
 
-/// Least trigram similarity of a linked value when focusing (stage 1's).
+/// What the one-call prompts of a question show: the schema as they see it
+/// and the evidence paragraphs after it.
+#[derive(Debug, Clone, Default)]
+pub struct DirectMaterial {
+    pub schema: String,
+    /// The stored values the question mentions, worked examples and the
+    /// functions a query may call, as prompt paragraphs (empty when none).
+    pub evidence: String,
+}
+
+/// Least trigram similarity of a linked value when focusing (stage 1's);
+/// the values paragraph keeps only the closer ones of the same lookup.
 const FOCUS_LINK_SIMILARITY: f64 = 0.6;
+const _: () = assert!(FOCUS_LINK_SIMILARITY <= mentioned_values::MIN_SIMILARITY);
 
 /// The confidence of an answer found by execution feedback.
 const CORRECTED_CONFIDENCE: f64 = 0.5;
@@ -643,11 +670,10 @@ const CORRECTED_CONFIDENCE: f64 = 0.5;
 const DIRECT_INSTRUCTION: &str = "Write one SQLite query that answers the question.";
 
 /// The prompt of greedy and sc, and of the search's direct query: the
-/// schema, worked examples (if any), the hint, the question and
+/// schema, the evidence paragraphs, the hint, the question and
 /// `instruction`, with no reasoning.
-pub(crate) fn direct_prompt(
-    schema: &str,
-    examples: &str,
+fn direct_prompt(
+    material: &DirectMaterial,
     hint: Option<&str>,
     question: &str,
     instruction: &str,
@@ -658,8 +684,8 @@ pub(crate) fn direct_prompt(
         ChatMessage::new(
             "user",
             SQL_GENERATION_USER.render(&[
-                ("schema", schema),
-                ("examples", examples),
+                ("schema", material.schema.as_str()),
+                ("evidence", material.evidence.as_str()),
                 ("hint", hint.as_str()),
                 ("question", question),
                 ("instruction", instruction),

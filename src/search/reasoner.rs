@@ -7,6 +7,7 @@ use super::continuation::continue_reply;
 use super::feedback::has_value;
 use super::functions::FunctionWriter;
 use super::repair::SchemaNames;
+use super::DirectMaterial;
 use crate::action::{Action, ActionSet, Frame, OutputKind, StepOutput, TerminalRule};
 use crate::db::{Executor, QueryOutcome};
 use crate::error::Result;
@@ -23,10 +24,9 @@ use std::sync::Arc;
 pub struct QuestionContext {
     /// The schema as reasoning steps see it (stage 1 may have compressed it).
     pub schema: String,
-    /// The schema as greedy and sc see it, for direct-frame steps.
-    pub plain_schema: String,
-    /// The worked examples direct-frame steps show, as a prompt paragraph.
-    pub examples: String,
+    /// The schema and evidence as greedy and sc see them, for
+    /// direct-frame steps.
+    pub direct: DirectMaterial,
     pub question: String,
     pub hint: Option<String>,
     /// Stage 1's verified notes, empty when it did not run.
@@ -121,8 +121,7 @@ impl Reasoner<'_> {
         let first = answered.first().map_or(action, |(a, _, _)| *a);
         let mut messages = match first.frame {
             Frame::Direct => super::direct_prompt(
-                &self.context.plain_schema,
-                &self.context.examples,
+                &self.context.direct,
                 self.context.hint.as_deref(),
                 &self.context.question,
                 first.prompt.trim(),
@@ -485,8 +484,7 @@ mod tests {
                 actions: ActionSet::builtin(),
                 context: QuestionContext {
                     schema: String::new(),
-                    plain_schema: String::new(),
-                    examples: String::new(),
+                    direct: DirectMaterial::default(),
                     question: "How old is the oldest singer?".into(),
                     hint: None,
                     understanding: String::new(),

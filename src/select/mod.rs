@@ -160,7 +160,7 @@ pub fn select(
         2.. if reviewing => {
             let context = reasoner.context;
             let asked = review::Asked {
-                schema: &context.plain_schema,
+                schema: &context.direct.schema,
                 hint: context.hint.as_deref(),
                 question: &context.question,
             };
