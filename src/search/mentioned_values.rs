@@ -5,6 +5,7 @@
 //! it unlike the database (case, punctuation).
 
 use crate::understand::linking::LinkMatch;
+use std::collections::{HashMap, HashSet};
 
 /// Least trigram similarity of a question phrase and a stored value shown:
 /// the same words with another case or a letter changed. A one-word phrase
@@ -20,6 +21,11 @@ const MAX_COLUMNS: usize = 4;
 
 /// Tables sharing a column name from which the name is given once.
 const SHARED_COLUMN_TABLES: usize = 3;
+
+/// Distinct values one question phrase may match, none of them exactly,
+/// before the phrase counts as naming a kind of value rather than one
+/// (`model` against `Model A`, `Model B`, ...): its values are left out.
+const MAX_VALUES_PER_PHRASE: usize = 2;
 
 /// One stored value of the paragraph: the question phrase it matched and
 /// the `(table, column)`s that hold it.
@@ -39,6 +45,8 @@ pub(super) fn paragraph(matches: &[LinkMatch]) -> String {
         .iter()
         .filter(|m| m.value.is_some() && m.similarity >= MIN_SIMILARITY)
         .collect();
+    let vague = vague_phrases(&close);
+    close.retain(|m| m.similarity >= 1.0 || !vague.contains(m.phrase.as_str()));
     // Longer phrases first among equally close ones, so that a title is
     // shown before the shorter values its words also match.
     close.sort_by(|a, b| {
@@ -77,6 +85,21 @@ pub(super) fn paragraph(matches: &[LinkMatch]) -> String {
         "\nValues the question mentions, as the database stores them:\n{}\n",
         lines.join("\n")
     )
+}
+
+/// The phrases among `close` that match more than
+/// [`MAX_VALUES_PER_PHRASE`] distinct values inexactly.
+fn vague_phrases<'a>(close: &[&'a LinkMatch]) -> HashSet<&'a str> {
+    let mut values: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for m in close.iter().filter(|m| m.similarity < 1.0) {
+        let value = m.value.as_deref().unwrap_or_default();
+        values.entry(m.phrase.as_str()).or_default().insert(value);
+    }
+    values
+        .into_iter()
+        .filter(|(_, values)| values.len() > MAX_VALUES_PER_PHRASE)
+        .map(|(phrase, _)| phrase)
+        .collect()
 }
 
 /// Where a value is held, as `table.column`s. A column name that several
@@ -158,6 +181,35 @@ mod tests {
              - 'The Man Who Knew Too Little' in films.title\n\
              - 'Family' in genres.genre\n"
         );
+    }
+
+    #[test]
+    fn a_phrase_close_to_many_values_names_none_of_them() {
+        let near = |value: &str| LinkMatch {
+            phrase: "model".into(),
+            ..link("cars", "Model", Some(value), 0.71)
+        };
+        let matches = [
+            near("Model A"),
+            near("Model B"),
+            near("Model C"),
+            link("cars", "Make", Some("Tesla"), 1.0),
+        ];
+        assert_eq!(
+            paragraph(&matches),
+            "\nValues the question mentions, as the database stores them:\n\
+             - 'Tesla' in cars.Make\n"
+        );
+        // Two inexact values, or any number of exact ones, are still shown.
+        assert!(paragraph(&matches[..2]).contains("- 'Model B' in cars.Model\n"));
+        let exact: Vec<LinkMatch> = ["Heat", "HEAT", "heat"]
+            .iter()
+            .map(|v| LinkMatch {
+                phrase: "heat".into(),
+                ..link("films", "title", Some(v), 1.0)
+            })
+            .collect();
+        assert_eq!(paragraph(&exact).matches("\n- ").count(), 3);
     }
 
     #[test]
