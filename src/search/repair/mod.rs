@@ -11,13 +11,16 @@
 //! model from just before it, among the query's own tables' columns
 //! (`redecode`). A query whose text ended too soon is ended where it last
 //! could be (`cut`). A type cast inside another call, or a filter joined
-//! to the FROM clause by AND, is mended (`syntax`).
+//! to the FROM clause by AND, is mended (`syntax`). A query that finds no
+//! value is joined on columns that meet (`meeting`) or given the stored
+//! spelling of a value it compares a column with (`respell`).
 
 mod cut;
 mod grouping;
 mod join;
 mod meeting;
 mod redecode;
+mod respell;
 mod syntax;
 
 use super::sql_text::{
@@ -366,8 +369,8 @@ impl SchemaNames {
 
     /// `sql`, which ran to `outcome`, mended when that outcome falls short:
     /// a failed query fixed until it runs (`fix_until_it_runs`, `cut` as
-    /// there), one that found no value rejoined (`rejoin`). None when it
-    /// needs no mending or none works.
+    /// there), one that found no value rejoined (`rejoin`) or else
+    /// respelled (`respell`). None when it needs no mending or none works.
     pub fn mend(
         &self,
         executor: &Executor,
@@ -377,7 +380,9 @@ impl SchemaNames {
     ) -> Option<(String, Arc<QueryResult>)> {
         match outcome {
             Err(e) => self.fix_until_it_runs(executor, sql, &e.to_string(), cut),
-            Ok(result) if !result.digest.has_non_null() => self.rejoin(executor, sql),
+            Ok(result) if !result.digest.has_non_null() => self
+                .rejoin(executor, sql)
+                .or_else(|| self.respell(executor, sql)),
             Ok(_) => None,
         }
     }

@@ -1,0 +1,225 @@
+//! A query that found no value because it compares a column with a value
+//! written unlike the database (`nation = 'South Korea'` where the column
+//! holds 'South Korea (KOR)', `city = 'paris'` for 'Paris', a date stored
+//! with a footnote mark) is given the stored spelling, when exactly one
+//! stored value of that column is the written one apart from case or holds
+//! it as whole words. Tables read from documents often qualify their cells
+//! so; a small model copies the question's words.
+
+use super::SchemaNames;
+use crate::db::{quote_identifier, Executor, QueryResult, Value};
+use crate::search::sql_text::{is_dot, pieces, table_aliases, Piece};
+use std::sync::Arc;
+
+/// Stored values read per probe at most: more than one that fits is
+/// already no single spelling.
+const MAX_PROBED: usize = 20;
+
+impl SchemaNames {
+    /// `sql`, which found no value, with each `column = 'text'` whose text
+    /// the column does not hold replaced by the one stored value that is
+    /// the text apart from case or holds it as whole words, and its result;
+    /// None when no comparison changes or the changed query still finds no
+    /// value.
+    pub fn respell(&self, executor: &Executor, sql: &str) -> Option<(String, Arc<QueryResult>)> {
+        let pieces = pieces(sql);
+        let bound = table_aliases(sql);
+        let mut texts: Vec<String> = pieces.iter().map(|p| p.text().to_string()).collect();
+        let mut changed = false;
+        for comparison in comparisons(&pieces) {
+            let column = pieces[comparison.column].text();
+            let table = match comparison.qualifier {
+                Some(q) => bound
+                    .iter()
+                    .find(|(name, _)| name.eq_ignore_ascii_case(pieces[q].text()))
+                    .map(|(_, table)| table.as_str()),
+                None => self.only_holder(&bound, column),
+            };
+            let Some(table) = table else { continue };
+            let written = unquote(pieces[comparison.literal].text());
+            if let Some(stored) = stored_spelling(executor, table, column, &written) {
+                texts[comparison.literal] = format!("'{}'", stored.replace('\'', "''"));
+                changed = true;
+            }
+        }
+        if !changed {
+            return None;
+        }
+        let respelled = texts.concat();
+        let result = executor.query(&respelled).ok()?;
+        result.digest.has_non_null().then_some((respelled, result))
+    }
+
+    /// The one table among the query's `bound` ones that has `column`.
+    fn only_holder<'a>(&self, bound: &'a [(String, String)], column: &str) -> Option<&'a str> {
+        let mut holders = bound
+            .iter()
+            .map(|(_, table)| table.as_str())
+            .filter(|table| self.has_column(table, column));
+        let first = holders.next()?;
+        holders
+            .all(|t| t.eq_ignore_ascii_case(first))
+            .then_some(first)
+    }
+}
+
+/// The pieces of one `[qualifier.]column = 'text'`.
+struct Comparison {
+    qualifier: Option<usize>,
+    column: usize,
+    literal: usize,
+}
+
+/// Every comparison of a column with a string literal by `=`.
+fn comparisons(pieces: &[Piece<'_>]) -> Vec<Comparison> {
+    let is_word = |i: usize| matches!(pieces.get(i), Some(Piece::Word(_)));
+    let is_equals = |i: usize| matches!(pieces.get(i), Some(Piece::Other(t)) if t.trim() == "=");
+    let is_literal =
+        |i: usize| matches!(pieces.get(i), Some(Piece::Other(t)) if t.starts_with('\''));
+    (0..pieces.len())
+        .filter(|&i| is_word(i) && is_equals(i + 1) && is_literal(i + 2))
+        .map(|column| {
+            let qualified =
+                column >= 2 && pieces.get(column - 1).is_some_and(is_dot) && is_word(column - 2);
+            Comparison {
+                qualifier: qualified.then(|| column - 2),
+                column,
+                literal: column + 2,
+            }
+        })
+        .collect()
+}
+
+/// A literal's text: quotes dropped, `''` read as one quote.
+fn unquote(literal: &str) -> String {
+    let inner = literal.strip_prefix('\'').unwrap_or(literal);
+    let inner = inner.strip_suffix('\'').unwrap_or(inner);
+    inner.replace("''", "'")
+}
+
+/// The one value of `table.column` that is `written` apart from case or
+/// holds it as whole words, when the column does not hold `written` itself.
+fn stored_spelling(
+    executor: &Executor,
+    table: &str,
+    column: &str,
+    written: &str,
+) -> Option<String> {
+    if written.trim().is_empty() {
+        return None;
+    }
+    let (table, column) = (quote_identifier(table), quote_identifier(column));
+    let text = format!("'{}'", written.replace('\'', "''"));
+    let held = format!("SELECT 1 FROM {table} WHERE {column} = {text} LIMIT 1");
+    if executor.query(&held).ok()?.total_rows > 0 {
+        return None;
+    }
+    let probe = format!(
+        "SELECT DISTINCT {column} FROM {table} \
+         WHERE instr(lower(CAST({column} AS TEXT)), lower({text})) > 0 LIMIT {MAX_PROBED}"
+    );
+    let found = executor.query(&probe).ok()?;
+    let stored: Vec<String> = found
+        .rows
+        .iter()
+        .filter_map(|row| match row.first() {
+            Some(Value::Text(value)) => Some(value.clone()),
+            _ => None,
+        })
+        .collect();
+    let same_but_case: Vec<&String> = stored
+        .iter()
+        .filter(|v| v.to_lowercase() == written.to_lowercase())
+        .collect();
+    if let [only] = same_but_case.as_slice() {
+        return Some(only.to_string());
+    }
+    let holding: Vec<&String> = stored
+        .iter()
+        .filter(|v| holds_as_words(v, written))
+        .collect();
+    match holding.as_slice() {
+        [only] => Some(only.to_string()),
+        _ => None,
+    }
+}
+
+/// Whether `value` holds `written` (any case) with no letter or digit
+/// right before or after it.
+fn holds_as_words(value: &str, written: &str) -> bool {
+    let (value, written) = (value.to_lowercase(), written.to_lowercase());
+    let is_word_char = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    value.match_indices(&written).any(|(at, _)| {
+        let before = value[..at].chars().next_back();
+        let after = value[at + written.len()..].chars().next();
+        !is_word_char(before) && !is_word_char(after)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Medallists as a table read from a document.
+    fn medals() -> (tempfile::TempDir, Executor, SchemaNames) {
+        crate::search::repair::database_from(
+            "CREATE TABLE medals (athlete TEXT, nation TEXT, venue TEXT);
+             INSERT INTO medals VALUES ('Kim Yu-na', 'South Korea (KOR)', 'Vancouver'),
+               ('Yuzuru Hanyu', 'Japan (JPN)', 'Sochi'),
+               ('Mao Asada', 'Japan (JPN)', 'Ghent, Belgium'),
+               ('Carolina Kostner', 'Italy (ITA)', 'Prince Edward Island'),
+               ('Adam Rippon', 'United States (USA)', 'Vancouver Island');",
+        )
+    }
+
+    fn respelled(sql: &str) -> Option<String> {
+        let (_dir, executor, names) = medals();
+        names.respell(&executor, sql).map(|(fixed, _)| fixed)
+    }
+
+    #[test]
+    fn a_value_held_with_a_qualifier_is_written_as_stored() {
+        let (_dir, executor, names) = medals();
+        let sql = "SELECT T1.athlete FROM medals AS T1 WHERE T1.nation = 'South Korea'";
+        let (fixed, result) = names.respell(&executor, sql).unwrap();
+        assert_eq!(
+            fixed,
+            "SELECT T1.athlete FROM medals AS T1 WHERE T1.nation = 'South Korea (KOR)'"
+        );
+        assert_eq!(result.rows, vec![vec![Value::Text("Kim Yu-na".into())]]);
+        assert_eq!(
+            respelled("SELECT athlete FROM medals WHERE venue = 'belgium'").unwrap(),
+            "SELECT athlete FROM medals WHERE venue = 'Ghent, Belgium'"
+        );
+    }
+
+    #[test]
+    fn a_value_written_in_another_case_takes_the_stored_case_first() {
+        // 'Vancouver Island' holds the words too; the same text wins.
+        assert_eq!(
+            respelled("SELECT athlete FROM medals WHERE venue = 'VANCOUVER'").unwrap(),
+            "SELECT athlete FROM medals WHERE venue = 'Vancouver'"
+        );
+    }
+
+    #[test]
+    fn no_single_stored_spelling_means_no_change() {
+        // Stored as written: the query is empty for another reason.
+        assert_eq!(
+            respelled(
+                "SELECT athlete FROM medals WHERE venue = 'Sochi' AND nation = 'Italy (ITA)'"
+            ),
+            None
+        );
+        // Two venues hold the word.
+        assert_eq!(
+            respelled("SELECT athlete FROM medals WHERE venue = 'Island'"),
+            None
+        );
+        // Part of a word is not a word.
+        assert_eq!(
+            respelled("SELECT athlete FROM medals WHERE nation = 'Ja'"),
+            None
+        );
+    }
+}
