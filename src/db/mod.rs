@@ -15,5 +15,5 @@ pub use compare::{bird_equal, spider_equal, Semantics};
 pub use digest::ResultDigest;
 pub use executor::{ExecConfig, Executor, QueryOutcome, QueryResult};
 pub use render::render_schema;
-pub use schema::{quote_identifier, IntrospectOptions, Schema};
+pub use schema::{quote_identifier, quote_literal, IntrospectOptions, Schema};
 pub use value::Value;

@@ -2,7 +2,7 @@
 //! well, and the comments carry row counts, descriptions and real example
 //! values. A size budget lowers the detail step by step until it fits.
 
-use super::schema::{quote_identifier, Schema, Table};
+use super::schema::{quote_identifier, quote_literal, Schema, Table};
 use super::value::Value;
 use std::fmt::Write;
 
@@ -155,7 +155,7 @@ fn column_comment(column: &super::schema::Column, detail: Detail) -> String {
 
 fn example_literal(value: &Value) -> String {
     match value {
-        Value::Text(s) => format!("'{}'", one_line(s).replace('\'', "''")),
+        Value::Text(s) => quote_literal(&one_line(s)),
         other => other.to_string(),
     }
 }

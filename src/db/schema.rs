@@ -203,6 +203,11 @@ fn shorten(value: Value, max_chars: usize) -> Value {
     }
 }
 
+/// `text` as an SQLite string literal (a quote doubled).
+pub fn quote_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
 /// Quotes an identifier for SQLite when it is not a plain word.
 pub fn quote_identifier(name: &str) -> String {
     let plain = !name.is_empty()

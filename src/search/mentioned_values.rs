@@ -4,6 +4,7 @@
 //! film's title in `written_by` rather than in the film column) or spells
 //! it unlike the database (case, punctuation).
 
+use crate::db::quote_literal;
 use crate::understand::linking::LinkMatch;
 use std::collections::{HashMap, HashSet};
 
@@ -73,13 +74,7 @@ pub(super) fn paragraph(matches: &[LinkMatch]) -> String {
     }
     let lines: Vec<String> = values
         .iter()
-        .map(|v| {
-            format!(
-                "- '{}' in {}",
-                v.value.replace('\'', "''"),
-                where_held(&v.columns)
-            )
-        })
+        .map(|v| format!("- {} in {}", quote_literal(v.value), where_held(&v.columns)))
         .collect();
     format!(
         "\nValues the question mentions, as the database stores them:\n{}\n",

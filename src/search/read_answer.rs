@@ -153,7 +153,7 @@ fn constant_query(values: &[String]) -> Option<String> {
         if value.parse::<i64>().is_ok() || value.parse::<f64>().is_ok_and(f64::is_finite) {
             value.to_string()
         } else {
-            format!("'{}'", value.replace('\'', "''"))
+            crate::db::quote_literal(value)
         }
     };
     let selects: Vec<String> = values

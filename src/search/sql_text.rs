@@ -68,14 +68,17 @@ pub fn string_literals(sql: &str) -> Vec<String> {
     pieces(sql)
         .into_iter()
         .filter_map(|piece| match piece {
-            Piece::Other(text) if text.starts_with('\'') => {
-                let inner = text.strip_prefix('\'').unwrap_or(text);
-                let inner = inner.strip_suffix('\'').unwrap_or(inner);
-                Some(inner.replace("''", "'"))
-            }
+            Piece::Other(text) if text.starts_with('\'') => Some(unquote(text)),
             _ => None,
         })
         .collect()
+}
+
+/// A string literal's text: quotes dropped, `''` read as one quote.
+pub(super) fn unquote(literal: &str) -> String {
+    let inner = literal.strip_prefix('\'').unwrap_or(literal);
+    let inner = inner.strip_suffix('\'').unwrap_or(inner);
+    inner.replace("''", "'")
 }
 
 pub(super) fn join(pieces: &[Piece<'_>]) -> String {
@@ -334,6 +337,15 @@ pub fn name_before(sql: &str, offset: usize) -> Option<usize> {
         word -= 2;
     }
     Some(start(&pieces[word]))
+}
+
+/// The table `name` (an alias or a table's own name) stands for among
+/// `bound`, the bindings `table_aliases` returns.
+pub fn table_bound_to<'a>(bound: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    bound
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, table)| table.as_str())
 }
 
 /// The name a query uses for `table`, given its `table_aliases`: the

@@ -26,7 +26,7 @@ pub(crate) mod demo {
     }
 }
 
-use crate::db::{render_schema, Schema};
+use crate::db::{quote_literal, render_schema, Schema};
 use crate::error::Result;
 use crate::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
 use crate::prompts::{REASONING_SYSTEM, REASONING_USER, UNDERSTANDING};
@@ -282,7 +282,7 @@ fn render_notes(verified: &Verified, links: &[LinkMatch], ranked: &[ColumnScore]
         .filter_map(|l| {
             l.value
                 .as_ref()
-                .map(|v| format!("{}.{} = '{}'", l.table, l.column, v.replace('\'', "''")))
+                .map(|v| format!("{}.{} = {}", l.table, l.column, quote_literal(v)))
         })
         .take(6)
         .collect();

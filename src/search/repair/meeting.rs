@@ -6,9 +6,9 @@
 //! the other side's table that does meet it; the query is kept when it then
 //! finds a value.
 
-use super::SchemaNames;
+use super::{kept_if_it_finds_a_value, SchemaNames};
 use crate::db::{quote_identifier, Executor, QueryResult};
-use crate::search::sql_text::{is_dot, pieces, Piece};
+use crate::search::sql_text::{is_dot, pieces, table_bound_to, Piece};
 use std::sync::Arc;
 
 impl SchemaNames {
@@ -19,12 +19,7 @@ impl SchemaNames {
         let pieces = pieces(sql);
         let mut texts: Vec<String> = pieces.iter().map(|p| p.text().to_string()).collect();
         let bound = crate::search::sql_text::table_aliases(sql);
-        let table_of = |name: &str| {
-            bound
-                .iter()
-                .find(|(n, _)| n.eq_ignore_ascii_case(name))
-                .map(|(_, t)| t.as_str())
-        };
+        let table_of = |name: &str| table_bound_to(&bound, name);
         let mut changed = false;
         for at in equalities(&pieces) {
             let word = |i: usize| pieces[at + i].text();
@@ -55,9 +50,7 @@ impl SchemaNames {
         if !changed {
             return None;
         }
-        let rewritten = texts.concat();
-        let result = executor.query(&rewritten).ok()?;
-        result.digest.has_non_null().then_some((rewritten, result))
+        kept_if_it_finds_a_value(executor, texts.concat())
     }
 
     fn columns_of<'a>(&'a self, table: &'a str) -> impl Iterator<Item = &'a str> {

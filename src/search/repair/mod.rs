@@ -63,6 +63,16 @@ fn split_qualified(name: &str) -> (Option<&str>, &str) {
     }
 }
 
+/// `sql` and its result when it runs and finds a value: the test a
+/// rewrite of a query that found none must pass to be kept.
+fn kept_if_it_finds_a_value(
+    executor: &Executor,
+    sql: String,
+) -> Option<(String, Arc<QueryResult>)> {
+    let result = executor.query(&sql).ok()?;
+    result.digest.has_non_null().then_some((sql, result))
+}
+
 /// The table and column names of a database, and its foreign keys.
 #[derive(Debug, Clone, Default)]
 pub struct SchemaNames {

@@ -6,9 +6,9 @@
 //! it as whole words. Tables read from documents often qualify their cells
 //! so; a small model copies the question's words.
 
-use super::SchemaNames;
-use crate::db::{quote_identifier, Executor, QueryResult, Value};
-use crate::search::sql_text::{is_dot, pieces, table_aliases, Piece};
+use super::{kept_if_it_finds_a_value, SchemaNames};
+use crate::db::{quote_identifier, quote_literal, Executor, QueryResult, Value};
+use crate::search::sql_text::{is_dot, pieces, table_aliases, table_bound_to, unquote, Piece};
 use std::sync::Arc;
 
 /// Stored values read per probe at most: more than one that fits is
@@ -29,25 +29,20 @@ impl SchemaNames {
         for comparison in comparisons(&pieces) {
             let column = pieces[comparison.column].text();
             let table = match comparison.qualifier {
-                Some(q) => bound
-                    .iter()
-                    .find(|(name, _)| name.eq_ignore_ascii_case(pieces[q].text()))
-                    .map(|(_, table)| table.as_str()),
+                Some(q) => table_bound_to(&bound, pieces[q].text()),
                 None => self.only_holder(&bound, column),
             };
             let Some(table) = table else { continue };
             let written = unquote(pieces[comparison.literal].text());
             if let Some(stored) = stored_spelling(executor, table, column, &written) {
-                texts[comparison.literal] = format!("'{}'", stored.replace('\'', "''"));
+                texts[comparison.literal] = quote_literal(&stored);
                 changed = true;
             }
         }
         if !changed {
             return None;
         }
-        let respelled = texts.concat();
-        let result = executor.query(&respelled).ok()?;
-        result.digest.has_non_null().then_some((respelled, result))
+        kept_if_it_finds_a_value(executor, texts.concat())
     }
 
     /// The one table among the query's `bound` ones that has `column`.
@@ -90,13 +85,6 @@ fn comparisons(pieces: &[Piece<'_>]) -> Vec<Comparison> {
         .collect()
 }
 
-/// A literal's text: quotes dropped, `''` read as one quote.
-fn unquote(literal: &str) -> String {
-    let inner = literal.strip_prefix('\'').unwrap_or(literal);
-    let inner = inner.strip_suffix('\'').unwrap_or(inner);
-    inner.replace("''", "'")
-}
-
 /// The one value of `table.column` that is `written` apart from case or
 /// holds it as whole words, when the column does not hold `written` itself.
 fn stored_spelling(
@@ -109,7 +97,7 @@ fn stored_spelling(
         return None;
     }
     let (table, column) = (quote_identifier(table), quote_identifier(column));
-    let text = format!("'{}'", written.replace('\'', "''"));
+    let text = quote_literal(written);
     let held = format!("SELECT 1 FROM {table} WHERE {column} = {text} LIMIT 1");
     if executor.query(&held).ok()?.total_rows > 0 {
         return None;
@@ -127,9 +115,10 @@ fn stored_spelling(
             _ => None,
         })
         .collect();
+    let lowercase = written.to_lowercase();
     let same_but_case: Vec<&String> = stored
         .iter()
-        .filter(|v| v.to_lowercase() == written.to_lowercase())
+        .filter(|v| v.to_lowercase() == lowercase)
         .collect();
     if let [only] = same_but_case.as_slice() {
         return Some(only.to_string());
