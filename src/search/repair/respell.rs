@@ -34,8 +34,15 @@ impl SchemaNames {
             };
             let Some(table) = table else { continue };
             let written = unquote(pieces[comparison.literal].text());
+            if written.trim().is_empty() || holds(executor, table, column, &written) {
+                continue;
+            }
             if let Some(stored) = stored_spelling(executor, table, column, &written) {
                 texts[comparison.literal] = quote_literal(&stored);
+                changed = true;
+            } else if let Some(other) = self.other_column_holding(executor, table, column, &written)
+            {
+                texts[comparison.column] = other;
                 changed = true;
             }
         }
@@ -43,6 +50,27 @@ impl SchemaNames {
             return None;
         }
         kept_if_it_finds_a_value(executor, texts.concat())
+    }
+
+    /// The one column of `table` other than `column` that holds `written`
+    /// as written.
+    fn other_column_holding(
+        &self,
+        executor: &Executor,
+        table: &str,
+        column: &str,
+        written: &str,
+    ) -> Option<String> {
+        let (_, columns) = self
+            .tables
+            .iter()
+            .find(|(t, _)| t.eq_ignore_ascii_case(table))?;
+        let mut holding = columns
+            .iter()
+            .filter(|c| !c.eq_ignore_ascii_case(column))
+            .filter(|c| holds(executor, table, c, written));
+        let only = holding.next()?;
+        holding.next().is_none().then(|| quote_identifier(only))
     }
 
     /// The one table among the query's `bound` ones that has `column`.
@@ -85,23 +113,28 @@ fn comparisons(pieces: &[Piece<'_>]) -> Vec<Comparison> {
         .collect()
 }
 
-/// The one value of `table.column` that is `written` apart from case or
-/// holds it as whole words, when the column does not hold `written` itself.
+/// Whether `table.column` holds `written` as written (or the probe fails,
+/// when nothing can be said).
+fn holds(executor: &Executor, table: &str, column: &str, written: &str) -> bool {
+    let held = format!(
+        "SELECT 1 FROM {} WHERE {} = {} LIMIT 1",
+        quote_identifier(table),
+        quote_identifier(column),
+        quote_literal(written)
+    );
+    executor.query(&held).map_or(true, |r| r.total_rows > 0)
+}
+
+/// The one value of `table.column`, which does not hold `written` itself,
+/// that is `written` apart from case or holds it as whole words.
 fn stored_spelling(
     executor: &Executor,
     table: &str,
     column: &str,
     written: &str,
 ) -> Option<String> {
-    if written.trim().is_empty() {
-        return None;
-    }
     let (table, column) = (quote_identifier(table), quote_identifier(column));
     let text = quote_literal(written);
-    let held = format!("SELECT 1 FROM {table} WHERE {column} = {text} LIMIT 1");
-    if executor.query(&held).ok()?.total_rows > 0 {
-        return None;
-    }
     let probe = format!(
         "SELECT DISTINCT {column} FROM {table} \
          WHERE instr(lower(CAST({column} AS TEXT)), lower({text})) > 0 LIMIT {MAX_PROBED}"
@@ -189,6 +222,33 @@ mod tests {
             respelled("SELECT athlete FROM medals WHERE venue = 'VANCOUVER'").unwrap(),
             "SELECT athlete FROM medals WHERE venue = 'Vancouver'"
         );
+    }
+
+    #[test]
+    fn a_value_another_column_holds_moves_the_comparison_there() {
+        let (_dir, executor, names) = medals();
+        let sql = "SELECT T1.venue FROM medals AS T1 WHERE T1.nation = 'Kim Yu-na'";
+        let (fixed, result) = names.respell(&executor, sql).unwrap();
+        assert_eq!(
+            fixed,
+            "SELECT T1.venue FROM medals AS T1 WHERE T1.athlete = 'Kim Yu-na'"
+        );
+        assert_eq!(result.rows, vec![vec![Value::Text("Vancouver".into())]]);
+        // The column's own spelling of the value comes first.
+        assert_eq!(
+            respelled("SELECT athlete FROM medals WHERE nation = 'japan (jpn)'").unwrap(),
+            "SELECT athlete FROM medals WHERE nation = 'Japan (JPN)'"
+        );
+    }
+
+    #[test]
+    fn a_value_two_other_columns_hold_stays_where_it_is() {
+        let (_dir, executor, names) = crate::search::repair::database_from(
+            "CREATE TABLE games (home TEXT, away TEXT, venue TEXT);
+             INSERT INTO games VALUES ('Ajax', 'PSV', 'Amsterdam'), ('PSV', 'Ajax', 'Eindhoven');",
+        );
+        let sql = "SELECT home FROM games WHERE venue = 'Ajax'";
+        assert!(names.respell(&executor, sql).is_none());
     }
 
     #[test]
