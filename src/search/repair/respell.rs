@@ -34,7 +34,10 @@ impl SchemaNames {
             };
             let Some(table) = table else { continue };
             let written = unquote(pieces[comparison.literal].text());
-            if written.trim().is_empty() || holds(executor, table, column, &written) {
+            // A value held as written (or a probe that fails) leaves the
+            // comparison as it is.
+            if written.trim().is_empty() || holds(executor, table, column, &written) != Some(false)
+            {
                 continue;
             }
             if let Some(stored) = stored_spelling(executor, table, column, &written) {
@@ -68,7 +71,7 @@ impl SchemaNames {
         let mut holding = columns
             .iter()
             .filter(|c| !c.eq_ignore_ascii_case(column))
-            .filter(|c| holds(executor, table, c, written));
+            .filter(|c| holds(executor, table, c, written) == Some(true));
         let only = holding.next()?;
         holding.next().is_none().then(|| quote_identifier(only))
     }
@@ -113,16 +116,16 @@ fn comparisons(pieces: &[Piece<'_>]) -> Vec<Comparison> {
         .collect()
 }
 
-/// Whether `table.column` holds `written` as written (or the probe fails,
-/// when nothing can be said).
-fn holds(executor: &Executor, table: &str, column: &str, written: &str) -> bool {
+/// Whether `table.column` holds `written` as written; None when the probe
+/// fails.
+fn holds(executor: &Executor, table: &str, column: &str, written: &str) -> Option<bool> {
     let held = format!(
         "SELECT 1 FROM {} WHERE {} = {} LIMIT 1",
         quote_identifier(table),
         quote_identifier(column),
         quote_literal(written)
     );
-    executor.query(&held).map_or(true, |r| r.total_rows > 0)
+    executor.query(&held).ok().map(|r| r.total_rows > 0)
 }
 
 /// The one value of `table.column`, which does not hold `written` itself,
