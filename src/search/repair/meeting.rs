@@ -52,13 +52,6 @@ impl SchemaNames {
         }
         kept_if_it_finds_a_value(executor, texts.concat())
     }
-
-    fn columns_of<'a>(&'a self, table: &'a str) -> impl Iterator<Item = &'a str> {
-        self.tables
-            .iter()
-            .filter(move |(t, _)| t.eq_ignore_ascii_case(table))
-            .flat_map(|(_, columns)| columns.iter().map(String::as_str))
-    }
 }
 
 /// Where `a.x = b.y` begins (the piece of `a`), for every such equality

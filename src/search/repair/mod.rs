@@ -359,6 +359,15 @@ impl SchemaNames {
         })
     }
 
+    /// The columns of the database's `table` (none when it has no such
+    /// table).
+    fn columns_of<'a>(&'a self, table: &'a str) -> impl Iterator<Item = &'a str> {
+        self.tables
+            .iter()
+            .filter(move |(t, _)| t.eq_ignore_ascii_case(table))
+            .flat_map(|(_, columns)| columns.iter().map(String::as_str))
+    }
+
     /// Whether the database's `table` has `column`.
     fn has_column(&self, table: &str, column: &str) -> bool {
         self.tables.iter().any(|(t, cols)| {

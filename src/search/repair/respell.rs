@@ -64,12 +64,8 @@ impl SchemaNames {
         column: &str,
         written: &str,
     ) -> Option<String> {
-        let (_, columns) = self
-            .tables
-            .iter()
-            .find(|(t, _)| t.eq_ignore_ascii_case(table))?;
-        let mut holding = columns
-            .iter()
+        let mut holding = self
+            .columns_of(table)
             .filter(|c| !c.eq_ignore_ascii_case(column))
             .filter(|c| holds(executor, table, c, written) == Some(true));
         let only = holding.next()?;
