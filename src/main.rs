@@ -435,7 +435,12 @@ struct MethodArgs {
     /// it again with what execution said, up to this many times (0: never).
     #[arg(long, default_value_t = iesr::search::DEFAULT_FEEDBACK_ROUNDS)]
     feedback_rounds: usize,
-    /// --method read: characters of table text the prompt holds at most
+    /// Over tables or a graph: keep a chosen query that finds no value
+    /// instead of answering by reading the data.
+    #[arg(long)]
+    no_read_fallback: bool,
+    /// --method read, and reading when a query finds nothing: characters
+    /// of table text the prompt holds at most
     /// (tables past it are left out, a table cut short says so).
     #[arg(long, default_value_t = iesr::search::DEFAULT_READ_CHARS)]
     read_chars: usize,
@@ -575,6 +580,7 @@ impl MethodArgs {
             focus_chars: (!self.no_focus).then_some(self.focus_chars),
             feedback_rounds: self.feedback_rounds,
             read_chars: self.read_chars,
+            read_fallback: !self.no_read_fallback,
             demonstrations: self.demonstrations()?,
             functions: self.functions,
             mentioned_values: !self.no_mentioned_values,
@@ -1063,6 +1069,9 @@ fn search(args: SearchArgs) -> Result<()> {
     spinner.set_message(format!("loading {}", spec.model));
     let model = spec.open()?;
     let mut engine = Engine::new(model, &db, config)?;
+    if args.source.db.is_none() {
+        engine = engine.over_tables_or_graph();
+    }
     if let Some(judge) = spinner.suspend(|| open_judge(&args.method, &spec))? {
         engine = engine.with_discriminator(judge);
     }

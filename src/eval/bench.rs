@@ -145,7 +145,8 @@ pub fn run(
         bar.set_message(format!("correct {correct} of this session's questions"));
         Ok(())
     };
-    answer_all(&todo, &model, config, &mut record_answer)?;
+    let over_data = dataset.kind.asks_of_tables_or_graphs();
+    answer_all(&todo, &model, config, over_data, &mut record_answer)?;
     bar.finish_and_clear();
 
     let predictions = Predictions::Sql(
@@ -170,11 +171,13 @@ pub fn run(
 /// Answers `todo` on `config.concurrency` workers, each pulling the next
 /// question; `record` is called here, one answer at a time, with whether
 /// the answer is right. The first error stops the workers (questions in
-/// flight finish) and is returned.
+/// flight finish) and is returned. `over_data`: the questions are asked of
+/// tables or graphs (`Engine::over_tables_or_graph`).
 fn answer_all(
     todo: &[&Example],
     model: &Arc<dyn LanguageModel>,
     config: &BenchConfig,
+    over_data: bool,
     record: &mut dyn FnMut(&Example, Answer, bool) -> Result<()>,
 ) -> Result<()> {
     let next = AtomicUsize::new(0);
@@ -189,7 +192,7 @@ fn answer_all(
                 while !stop.load(Ordering::Relaxed) {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(example) = todo.get(i) else { break };
-                    let answered = answer_one(&mut engines, example, model, config);
+                    let answered = answer_one(&mut engines, example, model, config, over_data);
                     if sender.send((i, answered)).is_err() {
                         break;
                     }
@@ -215,12 +218,13 @@ fn answer_one(
     example: &Example,
     model: &Arc<dyn LanguageModel>,
     config: &BenchConfig,
+    over_data: bool,
 ) -> Result<(Answer, bool)> {
     let engine = engine_for(
         engines,
         example,
         model,
-        &config.search,
+        (&config.search, over_data),
         config.judge.as_ref(),
     )?;
     let answer = engine.answer(&example.question, example.hint.as_deref())?;
@@ -235,12 +239,13 @@ fn answer_one(
 
 /// The engine of `example`'s database, opened on its first question and
 /// named as the benchmark names the database (so that no demonstration
-/// of it is shown); `judge` judges its candidates when given.
+/// of it is shown, and, with `over_data`, as tables or graphs); `judge`
+/// judges its candidates when given.
 pub(super) fn engine_for<'a>(
     engines: &'a mut HashMap<PathBuf, Engine>,
     example: &Example,
     model: &Arc<dyn LanguageModel>,
-    search: &SearchConfig,
+    (search, over_data): (&SearchConfig, bool),
     judge: Option<&Arc<dyn LanguageModel>>,
 ) -> Result<&'a Engine> {
     match engines.entry(example.db_path.clone()) {
@@ -248,6 +253,9 @@ pub(super) fn engine_for<'a>(
         Entry::Vacant(slot) => {
             let mut engine = Engine::new(Arc::clone(model), &example.db_path, search.clone())?
                 .with_database_id(&example.db_id);
+            if over_data {
+                engine = engine.over_tables_or_graph();
+            }
             if let Some(judge) = judge {
                 engine = engine.with_discriminator(Arc::clone(judge));
             }

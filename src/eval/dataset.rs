@@ -30,6 +30,17 @@ pub enum DatasetKind {
     Tablebench,
 }
 
+impl DatasetKind {
+    /// Whether the questions are asked of tables or a graph, whose data
+    /// holds every answer (an empty result is never right).
+    pub fn asks_of_tables_or_graphs(self) -> bool {
+        matches!(
+            self,
+            DatasetKind::Wikitablequestions | DatasetKind::Metaqa | DatasetKind::Tablebench
+        )
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Split {

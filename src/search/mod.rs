@@ -132,6 +132,12 @@ pub struct SearchConfig {
     pub feedback_rounds: usize,
     /// Characters of table text `Method::Read` puts in its prompt at most.
     pub read_chars: usize,
+    /// When the chosen query finds no value, answer by reading the data
+    /// instead (`Engine::read_when_nothing_found`): only over tables or a
+    /// graph (`Engine::over_tables_or_graph`), where the data holds every
+    /// answer; databases can rightly answer nothing. Not in the paper's
+    /// search.
+    pub read_fallback: bool,
     /// Worked examples shown by the prompts that write a query directly
     /// (greedy, sc, the search's direct query); None shows none.
     pub demonstrations: Option<Demonstrations>,
@@ -159,6 +165,7 @@ impl Default for SearchConfig {
             min_p: DEFAULT_MIN_P,
             feedback_rounds: DEFAULT_FEEDBACK_ROUNDS,
             read_chars: DEFAULT_READ_CHARS,
+            read_fallback: true,
             demonstrations: None,
             functions: false,
             mentioned_values: true,
@@ -199,6 +206,9 @@ pub struct Engine {
     /// What the database is called where examples of it must not be
     /// shown (`with_database_id`): its file's name without extension.
     database_id: String,
+    /// The database holds tables or a graph made from files
+    /// (`over_tables_or_graph`).
+    over_data: bool,
     schema: Schema,
     schema_text: String,
     /// Characters of the schema at its richest detail, to decide whether a
@@ -241,6 +251,7 @@ impl Engine {
             .unwrap_or_default();
         Ok(Engine {
             database_id,
+            over_data: false,
             constraint,
             direct_constraint,
             model,
@@ -268,6 +279,13 @@ impl Engine {
     /// no demonstration of it is shown.
     pub fn with_database_id(mut self, id: &str) -> Self {
         self.database_id = id.to_string();
+        self
+    }
+
+    /// Marks the database as tables or a graph made from files, whose
+    /// data holds the answer of every question asked of it.
+    pub fn over_tables_or_graph(mut self) -> Self {
+        self.over_data = true;
         self
     }
 
@@ -320,9 +338,24 @@ impl Engine {
             Method::Iesr => self.answer_by_search(question, hint, trace, on_rollout)?,
             Method::Read => self.answer_by_reading(question, hint, trace)?,
         };
+        if self.reads_when_nothing_found() {
+            answer = self.read_when_nothing_found(question, hint, answer)?;
+        }
         answer.trace.answer = answer.sql.clone();
         answer.trace.cost.seconds = started.elapsed().as_secs_f64();
         Ok(answer)
+    }
+
+    /// Whether an answer without a value is replaced by reading the data:
+    /// over tables or a graph, for the methods that write queries, except
+    /// the paper's search.
+    fn reads_when_nothing_found(&self) -> bool {
+        let paper = matches!(self.config.method, Method::Iesr)
+            && self.config.iesr.mcts.design == mcts::Design::Paper;
+        self.over_data
+            && self.config.read_fallback
+            && !matches!(self.config.method, Method::Read)
+            && !paper
     }
 
     /// The baselines: `n` completions of one prompt, the largest group of
@@ -895,6 +928,86 @@ SELECT name FROM singer WHERE age > 1000
             Some("SELECT name FROM singer WHERE age > 1000")
         );
         assert_eq!(answer.result.as_ref().unwrap().total_rows, 0);
+    }
+
+    const NOBODY: &str = "```sql
+SELECT Name FROM singer WHERE Age > 1000
+```";
+
+    #[test]
+    fn over_tables_a_query_that_finds_nothing_gives_way_to_reading() {
+        let answer = engine_with_feedback(vec![NOBODY, "Answer: Joe Sharp"], Method::Greedy, 0)
+            .over_tables_or_graph()
+            .answer("Who is the oldest singer?", None)
+            .unwrap();
+        assert_eq!(
+            stages(&answer),
+            [
+                "sql_generation",
+                "read_answer (the chosen query found no value)"
+            ]
+        );
+        assert_eq!(answer.sql.as_deref(), Some("SELECT 'Joe Sharp'"));
+        assert_eq!(answer.confidence, 0.5);
+        // The reading call saw the rows.
+        assert!(answer.trace.calls[1].prompt[1]
+            .content
+            .contains("Joe Sharp"));
+    }
+
+    #[test]
+    fn a_database_keeps_the_query_that_finds_nothing() {
+        let answer = engine_with_feedback(vec![NOBODY, "Answer: Joe Sharp"], Method::Greedy, 0)
+            .answer("Who is over 1000?", None)
+            .unwrap();
+        assert_eq!(stages(&answer), ["sql_generation"]);
+        assert_eq!(answer.result.as_ref().unwrap().total_rows, 0);
+    }
+
+    #[test]
+    fn a_reading_without_a_value_leaves_the_query() {
+        let answer = engine_with_feedback(vec![NOBODY, "```\n```"], Method::Greedy, 0)
+            .over_tables_or_graph()
+            .answer("Who is over 1000?", None)
+            .unwrap();
+        assert_eq!(stages(&answer).len(), 2);
+        assert_eq!(
+            answer.sql.as_deref(),
+            Some("SELECT Name FROM singer WHERE Age > 1000")
+        );
+    }
+
+    #[test]
+    fn a_query_that_finds_a_value_is_not_read_again() {
+        let found = "```sql
+SELECT Name FROM singer ORDER BY Age DESC LIMIT 1
+```";
+        let answer = engine_with_feedback(vec![found], Method::Greedy, 0)
+            .over_tables_or_graph()
+            .answer("Who is the oldest singer?", None)
+            .unwrap();
+        assert_eq!(stages(&answer), ["sql_generation"]);
+    }
+
+    #[test]
+    fn the_paper_search_never_reads() {
+        let mut config = SearchConfig {
+            method: Method::Iesr,
+            ..SearchConfig::default()
+        };
+        config.iesr.mcts.design = mcts::Design::Paper;
+        let engine = Engine::new(
+            Arc::new(ScriptedModel::new(Vec::<String>::new())),
+            &concert_singer(),
+            config,
+        )
+        .unwrap()
+        .over_tables_or_graph();
+        assert!(!engine.reads_when_nothing_found());
+        let mut guided = engine_with_feedback(vec![], Method::Iesr, 0).over_tables_or_graph();
+        assert!(guided.reads_when_nothing_found());
+        guided.config.read_fallback = false;
+        assert!(!guided.reads_when_nothing_found());
     }
 
     #[test]

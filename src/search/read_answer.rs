@@ -6,7 +6,7 @@
 //! traced and scored exactly as the other methods' queries are.
 
 use super::{Answer, Engine};
-use crate::db::{quote_identifier, QueryResult};
+use crate::db::{quote_identifier, QueryOutcome, QueryResult};
 use crate::error::Result;
 use crate::llm::{ChatMessage, Prompt, Sampling};
 use crate::prompts::{hint_paragraph, READ_ANSWER_SYSTEM, READ_ANSWER_USER};
@@ -17,6 +17,9 @@ use crate::trace::{CallRecord, CandidateRecord, Execution, Trace};
 pub const DEFAULT_READ_CHARS: usize = 8_000;
 /// Values an answer holds at most; a reply that lists more is rambling.
 const MAX_VALUES: usize = 20;
+/// The confidence of an answer read from the data after the chosen query
+/// found nothing: it holds a value, but no query agreed with it.
+const READ_CONFIDENCE: f64 = 0.5;
 
 impl Engine {
     /// One call at temperature 0 that reads the data and answers.
@@ -26,6 +29,71 @@ impl Engine {
         hint: Option<&str>,
         mut trace: Trace,
     ) -> Result<Answer> {
+        let Some((sql, outcome)) = self.read_data(question, hint, "read_answer", &mut trace)?
+        else {
+            return Ok(Answer {
+                sql: None,
+                result: None,
+                error: Some("the reply holds no answer".to_string()),
+                confidence: 0.0,
+                trace,
+            });
+        };
+        let (result, error) = match outcome {
+            Ok(result) => (Some(result), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        Ok(Answer {
+            confidence: if result.is_some() { 1.0 } else { 0.0 },
+            sql: Some(sql),
+            result,
+            error,
+            trace,
+        })
+    }
+
+    /// The answer of a table or graph question whose chosen query found no
+    /// value, replaced by one read from the data when the reading holds a
+    /// value: every such question has its answer in the data, so an empty
+    /// result is never right, and reading answers many of the questions
+    /// whose queries come back empty (three-hop graph questions above all).
+    pub(super) fn read_when_nothing_found(
+        &self,
+        question: &str,
+        hint: Option<&str>,
+        mut answer: Answer,
+    ) -> Result<Answer> {
+        let found = answer
+            .result
+            .as_ref()
+            .is_some_and(|r| r.digest.has_non_null());
+        if found {
+            return Ok(answer);
+        }
+        let stage = "read_answer (the chosen query found no value)";
+        let read = self.read_data(question, hint, stage, &mut answer.trace)?;
+        match read {
+            Some((sql, Ok(result))) if result.digest.has_non_null() => Ok(Answer {
+                sql: Some(sql),
+                result: Some(result),
+                error: None,
+                confidence: READ_CONFIDENCE,
+                trace: answer.trace,
+            }),
+            _ => Ok(answer),
+        }
+    }
+
+    /// The reading call (recorded in `trace` under `stage`, its answer as a
+    /// candidate) and its answer as a query of constants with that query's
+    /// outcome; None when the reply holds no value.
+    fn read_data(
+        &self,
+        question: &str,
+        hint: Option<&str>,
+        stage: &str,
+        trace: &mut Trace,
+    ) -> Result<Option<(String, QueryOutcome)>> {
         let tables = self.data_as_text(self.config.read_chars);
         let messages = vec![
             ChatMessage::new("system", READ_ANSWER_SYSTEM.render(&[])),
@@ -47,17 +115,11 @@ impl Engine {
             .model
             .generate(&Prompt::Chat(messages.clone()), &sampling)?;
         trace.cost.add(&generation.usage);
-        let call = CallRecord::new("read_answer", messages, &sampling, generation);
+        let call = CallRecord::new(stage, messages, &sampling, generation);
         let reply = call.outputs.first().cloned().unwrap_or_default();
         trace.calls.push(call);
         let Some(sql) = constant_query(&answer_values(&reply)) else {
-            return Ok(Answer {
-                sql: None,
-                result: None,
-                error: Some("the reply holds no answer".to_string()),
-                confidence: 0.0,
-                trace,
-            });
+            return Ok(None);
         };
         let outcome = self.executor.query(&sql);
         trace.candidates.push(CandidateRecord {
@@ -66,17 +128,7 @@ impl Engine {
             votes: 1,
             score: 1.0,
         });
-        let (result, error) = match outcome {
-            Ok(result) => (Some(result), None),
-            Err(e) => (None, Some(e.to_string())),
-        };
-        Ok(Answer {
-            confidence: if result.is_some() { 1.0 } else { 0.0 },
-            sql: Some(sql),
-            result,
-            error,
-            trace,
-        })
+        Ok(Some((sql, outcome)))
     }
 
     /// Each table's name, columns and rows, one row a line with cells

@@ -84,6 +84,9 @@ impl SearchConfig {
         if self.functions {
             changes.insert(0, "functions".to_string());
         }
+        if !self.read_fallback {
+            changes.insert(0, "no-read-fallback".to_string());
+        }
         if !self.mentioned_values {
             changes.insert(0, "no-mentioned-values".to_string());
         }
