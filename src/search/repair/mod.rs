@@ -370,9 +370,8 @@ impl SchemaNames {
 
     /// Whether the database's `table` has `column`.
     fn has_column(&self, table: &str, column: &str) -> bool {
-        self.tables.iter().any(|(t, cols)| {
-            t.eq_ignore_ascii_case(table) && cols.iter().any(|c| c.eq_ignore_ascii_case(column))
-        })
+        self.columns_of(table)
+            .any(|c| c.eq_ignore_ascii_case(column))
     }
 
     /// `sql` executed and, when it fails, fixed until it runs, or when it
