@@ -224,7 +224,8 @@ fn answer_one(
         engines,
         example,
         model,
-        (&config.search, over_data),
+        &config.search,
+        over_data,
         config.judge.as_ref(),
     )?;
     let answer = engine.answer(&example.question, example.hint.as_deref())?;
@@ -245,7 +246,8 @@ pub(super) fn engine_for<'a>(
     engines: &'a mut HashMap<PathBuf, Engine>,
     example: &Example,
     model: &Arc<dyn LanguageModel>,
-    (search, over_data): (&SearchConfig, bool),
+    search: &SearchConfig,
+    over_data: bool,
     judge: Option<&Arc<dyn LanguageModel>>,
 ) -> Result<&'a Engine> {
     match engines.entry(example.db_path.clone()) {

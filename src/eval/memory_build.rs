@@ -96,7 +96,7 @@ pub fn build(
     let bar = progress_bar(todo.len(), 0, config.progress);
     let mut engines: HashMap<PathBuf, Engine> = HashMap::new();
     for example in todo {
-        let engine = engine_for(&mut engines, example, &model, (&config.search, false), None)?;
+        let engine = engine_for(&mut engines, example, &model, &config.search, false, None)?;
         let answers = gold_values(engine, example);
         let mut accepts = |sql: &str| {
             let one = Predictions::Sql(HashMap::from([(
