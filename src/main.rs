@@ -317,6 +317,12 @@ struct SourceArgs {
 }
 
 impl SourceArgs {
+    /// Whether the question is asked of tables or a graph rather than of a
+    /// database the user gave.
+    fn is_tables_or_graph(&self) -> bool {
+        self.db.is_none()
+    }
+
     /// The SQLite file to read: the --db file, checked, or the one built
     /// from the tables or the graph (around the topics `question` names
     /// when no --topic is given).
@@ -1069,7 +1075,7 @@ fn search(args: SearchArgs) -> Result<()> {
     spinner.set_message(format!("loading {}", spec.model));
     let model = spec.open()?;
     let mut engine = Engine::new(model, &db, config)?;
-    if args.source.db.is_none() {
+    if args.source.is_tables_or_graph() {
         engine = engine.over_tables_or_graph();
     }
     if let Some(judge) = spinner.suspend(|| open_judge(&args.method, &spec))? {

@@ -947,7 +947,7 @@ SELECT Name FROM singer WHERE Age > 1000
                 "read_answer (the chosen query found no value)"
             ]
         );
-        assert_eq!(answer.sql.as_deref(), Some("SELECT 'Joe Sharp'"));
+        assert_eq!(answer.sql.as_deref(), Some("SELECT 'Joe Sharp' AS answer"));
         assert_eq!(answer.confidence, 0.5);
         // The reading call saw the rows.
         assert!(answer.trace.calls[1].prompt[1]

@@ -2,7 +2,7 @@
 //! text (up to a character budget) and the model answers directly, with no
 //! SQL. This is the plain baseline the query-writing methods are measured
 //! against on tables and graphs. The answer is written as a query of
-//! constants (`SELECT 'Greek' UNION ALL SELECT 1984`), so that it is run,
+//! constants (`SELECT 'Greek' AS answer UNION ALL SELECT 1984`), so that it is run,
 //! traced and scored exactly as the other methods' queries are.
 
 use super::{Answer, Engine};
@@ -208,9 +208,14 @@ fn constant_query(values: &[String]) -> Option<String> {
             crate::db::quote_literal(value)
         }
     };
+    // The first SELECT names the result's one column for every row.
     let selects: Vec<String> = values
         .iter()
-        .map(|v| format!("SELECT {}", literal(v)))
+        .enumerate()
+        .map(|(i, v)| match i {
+            0 => format!("SELECT {} AS answer", literal(v)),
+            _ => format!("SELECT {}", literal(v)),
+        })
         .collect();
     (!selects.is_empty()).then(|| selects.join(" UNION ALL "))
 }
@@ -249,6 +254,7 @@ mod tests {
         let result = executor.query(&constant_query(&values).unwrap()).unwrap();
         let got: Vec<String> = result.rows.iter().map(|r| r[0].to_string()).collect();
         assert_eq!(got, values);
+        assert_eq!(result.columns, ["answer"]);
         assert!(matches!(result.rows[1][0], Value::Integer(12)));
         assert!(matches!(result.rows[3][0], Value::Text(_)));
         assert_eq!(constant_query(&[]), None);
