@@ -155,11 +155,11 @@ pub struct ScSettings {
 }
 
 impl Default for ScSettings {
-    /// Eight samples at 0.8: the setting every sc figure was measured with.
+    /// Eight samples at the default temperature.
     fn default() -> Self {
         ScSettings {
             samples: 8,
-            temperature: 0.8,
+            temperature: crate::search::DEFAULT_SC_TEMPERATURE,
         }
     }
 }

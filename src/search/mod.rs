@@ -51,6 +51,10 @@ pub use variant::Variant;
 /// Min-p of sampled queries by default (`SearchConfig::min_p`).
 pub const DEFAULT_MIN_P: f32 = 0.0;
 
+/// The temperature of sc's samples by default: every sc figure was
+/// measured with it.
+pub const DEFAULT_SC_TEMPERATURE: f32 = 0.8;
+
 /// How candidates are produced and chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "method", rename_all = "snake_case")]

@@ -4,7 +4,7 @@
 
 use super::mcts::{Design, MctsConfig};
 use super::{IesrConfig, Method, SearchConfig};
-use crate::action::{ActionSet, Frame};
+use crate::action::{Action, ActionSet, Frame};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -39,7 +39,17 @@ impl SearchConfig {
     pub fn variant(&self) -> Variant {
         let (method, budget, mut changes) = match self.method {
             Method::Greedy => ("greedy", 1, Vec::new()),
-            Method::SelfConsistency { samples, .. } => ("sc", samples, Vec::new()),
+            Method::SelfConsistency {
+                samples,
+                temperature,
+            } => {
+                let changes = if temperature == super::DEFAULT_SC_TEMPERATURE {
+                    Vec::new()
+                } else {
+                    vec![format!("temperature {temperature}")]
+                };
+                ("sc", samples, changes)
+            }
             Method::Iesr => (
                 "iesr",
                 self.iesr.mcts.rollouts,
@@ -131,11 +141,21 @@ fn tree_search_changes(config: &IesrConfig) -> Vec<String> {
             }
         }
     }
-    for action in ActionSet::builtin().iter() {
+    let builtin = ActionSet::builtin();
+    for action in builtin.iter() {
         // The paper's search has no direct query by design.
         let by_design = paper && action.frame == Frame::Direct;
         if config.actions.index_of(&action.id).is_none() && !by_design {
             changes.push(format!("disable-action {}", action.id));
+        }
+    }
+    // Actions read from `--actions DIR` that are not the shipped ones: a
+    // changed prompt or sampling setting makes another search.
+    for action in config.actions.iter() {
+        match builtin.index_of(&action.id) {
+            Some(i) if same_action(builtin.get(i), action) => {}
+            Some(_) => changes.push(format!("changed-action {}", action.id)),
+            None => changes.push(format!("added-action {}", action.id)),
         }
     }
     if !config.select.discriminator {
@@ -170,6 +190,11 @@ fn tree_search_changes(config: &IesrConfig) -> Vec<String> {
         changes.push(format!("{flag}reasoning-fallback"));
     }
     changes
+}
+
+/// Whether two actions hold the same settings, field by field.
+fn same_action(a: &Action, b: &Action) -> bool {
+    serde_json::to_value(a).ok() == serde_json::to_value(b).ok()
 }
 
 #[cfg(test)]
@@ -250,5 +275,44 @@ mod tests {
         paper.iesr.mcts = MctsConfig::paper();
         paper.iesr.actions = ActionSet::builtin().without_direct().unwrap();
         assert_eq!(paper.variant().label(), "iesr search paper @8");
+    }
+
+    #[test]
+    fn changed_settings_outside_the_flags_are_named_too() {
+        let sc = |temperature| SearchConfig {
+            method: Method::SelfConsistency {
+                samples: 8,
+                temperature,
+            },
+            ..SearchConfig::default()
+        };
+        assert_eq!(sc(0.8).variant().label(), "sc @8");
+        assert_eq!(sc(0.5).variant().label(), "sc temperature 0.5 @8");
+
+        // The shipped action files, one with its sampling changed, one new.
+        let dir = tempfile::tempdir().unwrap();
+        for entry in std::fs::read_dir("actions").unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let text = text.replace("temperature = 0.8", "temperature = 0.5");
+            std::fs::write(dir.path().join(path.file_name().unwrap()), text).unwrap();
+        }
+        let mut search = SearchConfig {
+            method: Method::Iesr,
+            ..SearchConfig::default()
+        };
+        search.iesr.actions = ActionSet::load_dir(&std::path::PathBuf::from("actions")).unwrap();
+        assert_eq!(search.variant().label(), "iesr @8");
+        search.iesr.actions = ActionSet::load_dir(dir.path()).unwrap();
+        assert_eq!(search.variant().label(), "iesr changed-action A0 @8");
+        let extra = std::fs::read_to_string("actions/a5_sql_generation.toml")
+            .unwrap()
+            .replace("id = \"A5\"", "id = \"A7\"");
+        std::fs::write(dir.path().join("a7_extra.toml"), extra).unwrap();
+        search.iesr.actions = ActionSet::load_dir(dir.path()).unwrap();
+        assert_eq!(
+            search.variant().label(),
+            "iesr changed-action A0 added-action A7 @8"
+        );
     }
 }
