@@ -81,7 +81,7 @@ pub enum Frame {
     Direct,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ActionSampling {
     pub temperature: f32,
@@ -94,7 +94,7 @@ pub struct ActionSampling {
     pub greedy_rows: usize,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Action {
     /// Short id used by flags, e.g. `A5`.

@@ -4,7 +4,7 @@
 
 use super::mcts::{Design, MctsConfig};
 use super::{IesrConfig, Method, SearchConfig};
-use crate::action::{Action, ActionSet, Frame};
+use crate::action::{ActionSet, Frame};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -153,7 +153,7 @@ fn tree_search_changes(config: &IesrConfig) -> Vec<String> {
     // changed prompt or sampling setting makes another search.
     for action in config.actions.iter() {
         match builtin.index_of(&action.id) {
-            Some(i) if same_action(builtin.get(i), action) => {}
+            Some(i) if builtin.get(i) == action => {}
             Some(_) => changes.push(format!("changed-action {}", action.id)),
             None => changes.push(format!("added-action {}", action.id)),
         }
@@ -190,11 +190,6 @@ fn tree_search_changes(config: &IesrConfig) -> Vec<String> {
         changes.push(format!("{flag}reasoning-fallback"));
     }
     changes
-}
-
-/// Whether two actions hold the same settings, field by field.
-fn same_action(a: &Action, b: &Action) -> bool {
-    serde_json::to_value(a).ok() == serde_json::to_value(b).ok()
 }
 
 #[cfg(test)]
@@ -301,7 +296,7 @@ mod tests {
             method: Method::Iesr,
             ..SearchConfig::default()
         };
-        search.iesr.actions = ActionSet::load_dir(&std::path::PathBuf::from("actions")).unwrap();
+        search.iesr.actions = ActionSet::load_dir(std::path::Path::new("actions")).unwrap();
         assert_eq!(search.variant().label(), "iesr @8");
         search.iesr.actions = ActionSet::load_dir(dir.path()).unwrap();
         assert_eq!(search.variant().label(), "iesr changed-action A0 @8");
