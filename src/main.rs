@@ -707,10 +707,10 @@ struct BenchArgs {
     /// one run over N machines; `iesr merge` joins the N folders.
     #[arg(long)]
     shard: Option<Shard>,
-    /// Questions answered at once, for a model served by --openai-url
-    /// (their requests overlap; give the server as many slots). A local
-    /// model answers one question at a time, decoding its samples as one
-    /// batch.
+    /// Questions answered at once. A model served by --openai-url gets
+    /// overlapping requests (give the server as many slots); a local model
+    /// decodes the questions' calls together in shared forward passes,
+    /// repeatably for a given seed and concurrency.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     concurrency: u16,
     #[command(flatten)]
@@ -1152,13 +1152,9 @@ fn bench(args: BenchArgs) -> Result<()> {
         dataset.examples = shard.select(std::mem::take(&mut dataset.examples));
     }
     let spec = args.model.spec()?;
-    if args.concurrency > 1 && spec.server.is_none() {
-        return Err(Error::InvalidArgument(
-            "--concurrency above 1 needs a served model (--openai-url); a local model answers one question at a time".into(),
-        ));
-    }
     let search = args.method.config(spec.gpu_class(), MethodArg::Greedy)?;
-    let model = open_model(&spec)?;
+    spec.prepare(&mut pull_reporter())?;
+    let model = spec.open_for_callers(usize::from(args.concurrency))?;
     let config = BenchConfig {
         out: args.out,
         resume: args.resume,

@@ -156,15 +156,27 @@ fn an_output_folder_that_cannot_be_made_is_a_clear_error() {
     );
 }
 
-/// Questions at once need a served model; a local one is refused before
-/// anything is written.
+/// Questions answered side by side by a local model, their samples decoded
+/// together in shared passes: a second run writes the same answers, and a
+/// run cut short and resumed answers every question.
 #[test]
-fn concurrency_with_a_local_model_is_a_clear_error() {
+fn questions_decoded_together_repeat_and_resume() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    let stderr = one_line_error(&bench_with(&out, 2, false, &["--concurrency", "2"]));
-    assert!(stderr.contains("--openai-url"), "{stderr}");
-    assert!(!out.exists());
+    let path = |name: &str| dir.path().join(name);
+    let side_by_side = ["--method", "sc", "--samples", "3", "--concurrency", "3"];
+    common::assert_success(&bench_with(&path("first"), 4, false, &side_by_side));
+    common::assert_success(&bench_with(&path("second"), 4, false, &side_by_side));
+    let answers = sql_by_question(&path("first"));
+    assert_eq!(answers.len(), 4);
+    assert!(
+        answers.iter().all(|(_, sql)| !sql.is_empty()),
+        "{answers:?}"
+    );
+    assert_eq!(sql_by_question(&path("second")), answers);
+
+    common::assert_success(&bench_with(&path("parts"), 2, false, &side_by_side));
+    common::assert_success(&bench_with(&path("parts"), 4, true, &side_by_side));
+    assert_eq!(sql_by_question(&path("parts")).len(), 4);
 }
 
 /// Seven greedy answers in one run, and the seventh again after a restart:

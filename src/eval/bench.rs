@@ -187,7 +187,13 @@ fn answer_all(
         for _ in 0..config.concurrency.max(1) {
             let sender = sender.clone();
             let (next, stop) = (&next, &stop);
+            // Taken before any worker starts, so that no pass runs before
+            // every worker has made its first call.
+            let mut seat = model.seat();
             scope.spawn(move || {
+                if let Some(seat) = &mut seat {
+                    seat.bind();
+                }
                 let mut engines = HashMap::new();
                 while !stop.load(Ordering::Relaxed) {
                     let i = next.fetch_add(1, Ordering::Relaxed);

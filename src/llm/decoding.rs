@@ -199,6 +199,17 @@ impl TextCodec {
         sampling.max_tokens.min(self.context_length - prompt_len)
     }
 
+    /// Draws a running row's next token from `logits` and records it (a
+    /// finished row is left as it is): one decoding step of one row, for
+    /// callers that run the forward passes themselves.
+    pub fn sample_next(&self, state: &mut RowState, logits: &[f32]) -> Result<()> {
+        if state.is_running() {
+            let token = self.draw(state, logits);
+            self.accept(state, token)?;
+        }
+        Ok(())
+    }
+
     /// Samples every row until each stops or reaches its token limit.
     /// `logits` holds each row's first distribution; `step` feeds the
     /// token each row sampled (`running[row]` false for finished rows, whose
@@ -213,13 +224,10 @@ impl TextCodec {
         loop {
             let mut next = Vec::with_capacity(rows.len());
             for (row, state) in rows.iter_mut().enumerate() {
-                if state.finished.is_none() {
-                    let token = self.draw(state, &logits[row]);
-                    self.accept(state, token)?;
-                }
+                self.sample_next(state, &logits[row])?;
                 next.push(state.last_token());
             }
-            let running: Vec<bool> = rows.iter().map(|r| r.finished.is_none()).collect();
+            let running: Vec<bool> = rows.iter().map(RowState::is_running).collect();
             if !running.contains(&true) {
                 return Ok(());
             }
@@ -477,8 +485,18 @@ impl RowState {
         &self.tokens
     }
 
+    /// Tokens the row may still draw.
+    pub fn tokens_left(&self) -> usize {
+        self.max_tokens.saturating_sub(self.tokens.len())
+    }
+
+    /// Whether the row still takes tokens.
+    pub fn is_running(&self) -> bool {
+        self.finished.is_none()
+    }
+
     /// What to feed next (for a finished row, anything: its output is ignored).
-    fn last_token(&self) -> u32 {
+    pub fn last_token(&self) -> u32 {
         self.tokens.last().copied().unwrap_or(0)
     }
 }

@@ -299,6 +299,64 @@ impl KvCache {
         })
     }
 
+    /// A batch cache of one row per snapshot, each left-padded (hidden
+    /// leading positions) to the longest, with room for `room` more
+    /// positions: requests of unequal prompts decoded together.
+    pub fn left_padded(rows: &[KvSnapshot], room: usize, device: &Device) -> Result<Self> {
+        let Some(first) = rows.first() else {
+            candle_core::bail!("a batch cache needs at least one row");
+        };
+        let (k0, _) = &first.layers[0];
+        let (_, kv_heads, _, head_dim) = k0.dims4()?;
+        let longest = rows.iter().map(KvSnapshot::len).max().unwrap_or(0);
+        let mut cache = KvCache::new(
+            first.layers.len(),
+            rows.len(),
+            kv_heads,
+            head_dim,
+            longest + room,
+            k0.dtype(),
+            device,
+        )?;
+        let padded = |t: &Tensor, len: usize| -> Result<Tensor> {
+            if len == longest {
+                return Ok(t.clone());
+            }
+            let pad = Tensor::zeros((1, kv_heads, longest - len, head_dim), t.dtype(), device)?;
+            Tensor::cat(&[&pad, t], 2)
+        };
+        for (layer, (k, v)) in cache.layers.iter().enumerate() {
+            let keys = rows
+                .iter()
+                .map(|row| padded(&row.layers[layer].0, row.len))
+                .collect::<Result<Vec<_>>>()?;
+            let values = rows
+                .iter()
+                .map(|row| padded(&row.layers[layer].1, row.len))
+                .collect::<Result<Vec<_>>>()?;
+            k.slice_set(&Tensor::cat(&keys, 0)?, 2, 0)?;
+            v.slice_set(&Tensor::cat(&values, 0)?, 2, 0)?;
+        }
+        cache.len = longest;
+        cache.hidden = rows
+            .iter()
+            .map(|row| (0..longest - row.len).collect())
+            .collect();
+        Ok(cache)
+    }
+
+    /// A contiguous copy of the positions row `row` shows, shared ones
+    /// included, when every position it hides comes before them (left
+    /// padding): the row's states as a prompt prefix.
+    pub fn row_states(&self, row: usize) -> Result<KvSnapshot> {
+        let hidden = &self.hidden[row];
+        let pad = hidden.len();
+        if hidden.iter().enumerate().any(|(i, &p)| i != p) {
+            candle_core::bail!("row {row} hides positions between the ones it shows");
+        }
+        self.shared_then_own(row, pad, self.len - pad)
+    }
+
     /// A contiguous copy of row `row`'s first `len` positions, shared ones
     /// included; none of them may be hidden.
     pub fn snapshot(&self, row: usize, len: usize) -> Result<KvSnapshot> {
@@ -313,12 +371,18 @@ impl KvCache {
                 return prefix.truncated(len);
             }
         }
+        self.shared_then_own(row, 0, len - shared)
+    }
+
+    /// A contiguous copy of the shared positions followed by row `row`'s
+    /// own positions `from..from + count`.
+    fn shared_then_own(&self, row: usize, from: usize, count: usize) -> Result<KvSnapshot> {
         let layers = self
             .layers
             .iter()
             .enumerate()
             .map(|(layer, (k, v))| {
-                let own = |t: &Tensor| t.narrow(0, row, 1)?.narrow(2, 0, len - shared);
+                let own = |t: &Tensor| t.narrow(0, row, 1)?.narrow(2, from, count);
                 match self.shared_layer(layer) {
                     Some((pk, pv)) => Ok((
                         Tensor::cat(&[pk, &own(k)?], 2)?,
@@ -328,7 +392,10 @@ impl KvCache {
                 }
             })
             .collect::<Result<_>>()?;
-        Ok(KvSnapshot { layers, len })
+        Ok(KvSnapshot {
+            layers,
+            len: self.shared_len() + count,
+        })
     }
 }
 
@@ -401,6 +468,43 @@ mod tests {
         assert!(cache
             .write(0, &Tensor::ones((1, 2, 9, 4), DType::F32, &device)?, &step)
             .is_err());
+        Ok(())
+    }
+
+    /// One layer's keys of one row as numbers, position by position.
+    fn keys_of(snapshot: &KvSnapshot) -> Result<Vec<f32>> {
+        snapshot.layers[0].0.flatten_all()?.to_vec1::<f32>()
+    }
+
+    #[test]
+    fn unequal_rows_are_left_padded_and_come_back_out_unchanged() -> Result<()> {
+        let device = Device::Cpu;
+        let filled = |len: usize, start: f32| -> Result<KvSnapshot> {
+            let mut cache = KvCache::new(1, 1, 1, 2, len, DType::F32, &device)?;
+            let k = Tensor::arange(start, start + 2.0 * len as f32, &device)?
+                .reshape((1, 1, len, 2))?;
+            cache.write(0, &k, &k)?;
+            cache.advance(len);
+            cache.snapshot(0, len)
+        };
+        let (short, long) = (filled(2, 100.0)?, filled(5, 0.0)?);
+        let mut batch = KvCache::left_padded(&[short.clone(), long.clone()], 3, &device)?;
+        assert_eq!((batch.batch(), batch.len(), batch.room()), (2, 5, 3));
+        assert_eq!(batch.hidden(), &[vec![0, 1, 2], vec![]]);
+        assert_eq!(keys_of(&batch.row_states(0)?)?, keys_of(&short)?);
+        assert_eq!(keys_of(&batch.row_states(1)?)?, keys_of(&long)?);
+
+        // A position written after both rows belongs to each.
+        let step = Tensor::full(7f32, (2, 1, 1, 2), &device)?;
+        batch.write(0, &step, &step)?;
+        batch.advance(1);
+        let grown = batch.row_states(0)?;
+        assert_eq!(grown.len(), 3);
+        assert_eq!(keys_of(&grown)?, vec![100.0, 101.0, 102.0, 103.0, 7.0, 7.0]);
+
+        // A rejected guess hidden after shown positions cannot be a prefix.
+        batch.discard(&[1, 0]);
+        assert!(batch.row_states(0).is_err());
         Ok(())
     }
 }

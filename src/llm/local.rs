@@ -11,7 +11,9 @@ use super::transformer::{row_logits, Config, Transformer};
 use super::{ContinuationScore, Generation, LanguageModel, Prompt, Sampling, Usage};
 use crate::error::{first_line, Error, Result};
 use candle_core::Tensor;
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+use std::thread::ThreadId;
 use std::time::Instant;
 use tokenizers::Tokenizer;
 
@@ -61,7 +63,35 @@ pub struct LocalModel {
     /// Guessed tokens checked per pass (see `DRAFTED_ROWS` for which
     /// calls); 0 decodes one token per pass.
     max_draft: usize,
-    recent: Mutex<RecentAnswers>,
+    questions: Mutex<Questions>,
+}
+
+/// The question each calling thread is answering: threads that answer
+/// questions side by side each see only their own question's cached
+/// prefixes as the current question's, and their own answers as guesses.
+#[derive(Default)]
+struct Questions {
+    by_thread: HashMap<ThreadId, Question>,
+    last: u64,
+}
+
+struct Question {
+    /// The prefix cache's name for the question (its epoch).
+    tag: u64,
+    recent: RecentAnswers,
+}
+
+impl Questions {
+    /// The calling thread's question (a thread that never began one is in
+    /// question 0).
+    fn current(&mut self) -> &mut Question {
+        self.by_thread
+            .entry(std::thread::current().id())
+            .or_insert_with(|| Question {
+                tag: 0,
+                recent: RecentAnswers::new(RECENT_ANSWERS),
+            })
+    }
 }
 
 impl LocalModel {
@@ -71,7 +101,7 @@ impl LocalModel {
             transformer,
             prefix_cache: Mutex::new(PrefixCache::new(PREFIX_CACHE_BYTES, PREFILL_CHUNK)),
             max_draft: DEFAULT_MAX_DRAFT,
-            recent: Mutex::new(RecentAnswers::new(RECENT_ANSWERS)),
+            questions: Mutex::new(Questions::default()),
         }
     }
 
@@ -94,6 +124,18 @@ impl LocalModel {
         &self.transformer
     }
 
+    /// The prefix cache, seen from the calling thread's question.
+    fn prefixes(&self) -> MutexGuard<'_, PrefixCache> {
+        let question = self.questions().current().tag;
+        let mut prefixes = self.prefix_cache.lock().expect("prefix cache lock");
+        prefixes.set_epoch(question);
+        prefixes
+    }
+
+    fn questions(&self) -> MutexGuard<'_, Questions> {
+        self.questions.lock().expect("questions lock")
+    }
+
     /// Forgets every cached prompt prefix.
     pub fn clear_prefix_cache(&self) {
         *self.prefix_cache.lock().expect("prefix cache lock") =
@@ -114,11 +156,7 @@ impl LocalModel {
     /// (`remember`, `prompt_states`).
     pub fn prefill(&self, ids: &[u32], capacity: usize) -> candle_core::Result<Prefilled> {
         let (body, last) = ids.split_at(ids.len() - 1);
-        let hit = self
-            .prefix_cache
-            .lock()
-            .expect("prefix cache lock")
-            .lookup(ids, body.len());
+        let hit = self.prefixes().lookup(ids, body.len());
         let device = self.transformer.device();
         // Whole blocks computed on from an exact, aligned start are exact
         // too; otherwise only what was exact before.
@@ -159,22 +197,46 @@ impl LocalModel {
     /// Keeps the states of `tokens`, the first positions of `cache`'s row
     /// 0, for later prompts that start with them.
     fn remember(&self, tokens: &[u32], cache: &KvCache, exact: usize) -> candle_core::Result<()> {
+        self.remember_with(tokens, exact, || cache.snapshot(0, tokens.len()))
+    }
+
+    /// Keeps the states of `tokens`, which `states` copies out when they
+    /// are not cached yet, for later prompts that start with them.
+    pub(crate) fn remember_with(
+        &self,
+        tokens: &[u32],
+        exact: usize,
+        states: impl FnOnce() -> candle_core::Result<KvSnapshot>,
+    ) -> candle_core::Result<()> {
         // Tokens already cached (a repeated request): skip copying them again.
-        if self
-            .prefix_cache
-            .lock()
-            .expect("prefix cache lock")
-            .covers(tokens)
-        {
+        if self.prefixes().covers(tokens) {
             return Ok(());
         }
-        let snapshot = cache.snapshot(0, tokens.len())?;
-        self.prefix_cache.lock().expect("prefix cache lock").insert(
-            tokens.to_vec(),
-            snapshot,
-            exact,
-        );
+        let snapshot = states()?;
+        self.prefixes().insert(tokens.to_vec(), snapshot, exact);
         Ok(())
+    }
+
+    /// Makes the calling thread's next calls count as question
+    /// `question`'s (a tag `begin_question` gave out): a thread that makes
+    /// the calls of several questions names each call's question first.
+    pub(crate) fn enter_question(&self, question: u64) {
+        self.questions().current().tag = question;
+    }
+
+    /// Starts a new question for the calling thread and returns its tag.
+    pub(crate) fn new_question(&self) -> u64 {
+        let mut questions = self.questions();
+        questions.last += 1;
+        let tag = questions.last;
+        let current = questions.current();
+        current.tag = tag;
+        current.recent = RecentAnswers::new(RECENT_ANSWERS);
+        tag
+    }
+
+    pub(crate) fn codec(&self) -> &TextCodec {
+        &self.codec
     }
 
     /// The states of the prompt `ids`, which fill the one-row cache
@@ -187,7 +249,7 @@ impl LocalModel {
         exact: usize,
     ) -> candle_core::Result<KvSnapshot> {
         let states = single.snapshot(0, ids.len())?;
-        let mut prefixes = self.prefix_cache.lock().expect("prefix cache lock");
+        let mut prefixes = self.prefixes();
         if !prefixes.covers(ids) {
             prefixes.insert(ids.to_vec(), states.clone(), exact);
         }
@@ -236,7 +298,8 @@ impl LocalModel {
             DraftCount::default()
         };
         {
-            let mut recent = self.recent.lock().expect("recent answers lock");
+            let mut questions = self.questions();
+            let recent = &mut questions.current().recent;
             rows.iter().for_each(|row| recent.add(row.tokens()));
         }
         // One completion: its prompt and answer are kept, so that a next
@@ -295,11 +358,7 @@ impl LocalModel {
         // the prefixes other prompts share, so only one mostly new to this
         // question is kept (the first, even when an earlier question's
         // states served most of it).
-        let held = self
-            .prefix_cache
-            .lock()
-            .expect("prefix cache lock")
-            .held_for_this_question(&ids);
+        let held = self.prefixes().held_for_this_question(&ids);
         if held < ids.len() / 2 {
             self.remember(&ids, &cache, exact).map_err(inference)?;
         }
@@ -342,7 +401,7 @@ impl LocalModel {
         first: &[f32],
         rows: &mut [RowState],
     ) -> Result<DraftCount> {
-        let recent = self.recent.lock().expect("recent answers lock").to_vec();
+        let recent = self.questions().current().recent.to_vec();
         let mut target = CacheTarget {
             transformer: &self.transformer,
             cache,
@@ -519,7 +578,7 @@ fn log_prob_of(logits: &[f32], token: u32) -> f64 {
     logits[token as usize] as f64 - max - sum.ln()
 }
 
-fn inference(e: candle_core::Error) -> Error {
+pub(super) fn inference(e: candle_core::Error) -> Error {
     Error::Inference(first_line(e))
 }
 
@@ -540,11 +599,7 @@ impl LanguageModel for LocalModel {
     /// a fresh computation (see `prefix_cache`); earlier answers stop
     /// serving as guesses.
     fn begin_question(&self) {
-        self.prefix_cache
-            .lock()
-            .expect("prefix cache lock")
-            .new_epoch();
-        self.recent.lock().expect("recent answers lock").clear();
+        self.new_question();
     }
 
     fn generate_many(&self, requests: &[(Prompt, Sampling)]) -> Result<Vec<Generation>> {

@@ -74,10 +74,6 @@ impl RecentAnswers {
         self.answers.push_front(answer.to_vec());
     }
 
-    pub fn clear(&mut self) {
-        self.answers.clear();
-    }
-
     pub fn to_vec(&self) -> Vec<Vec<u32>> {
         self.answers.iter().cloned().collect()
     }

@@ -1,5 +1,6 @@
 //! The model layer: one trait the engine talks to, and the backends behind it.
 
+pub mod batching;
 pub mod bench;
 pub mod card;
 pub mod chat;
@@ -206,6 +207,13 @@ pub trait LanguageModel: Send + Sync {
     /// left in caches (a resumed bench run then equals an uninterrupted
     /// one). Caches may still save their work.
     fn begin_question(&self) {}
+
+    /// A place among threads that call this model side by side and are
+    /// batched together in lockstep (`batching`); None for backends that
+    /// answer each call as it comes.
+    fn seat(&self) -> Option<batching::Seat> {
+        None
+    }
 
     /// The text of the first token this model's tokenizer writes for
     /// `text`; None where the tokenizer is not at hand (a server).

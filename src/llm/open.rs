@@ -3,11 +3,13 @@
 //! from the cache is pulled first, a backend this build lacks is refused
 //! before anything is pulled or loaded.
 
+use super::batching::BatchingModel;
 use super::card::find_card;
+use super::local::LocalModel;
 use super::openai::OpenAiModel;
 use super::pull::{pull, PullProgress};
 use super::{load_llamacpp, load_local, require_llamacpp, LanguageModel};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -100,12 +102,30 @@ impl ModelSpec {
             ));
         }
         match self.backend {
-            Backend::Candle => Ok(Arc::new(
-                load_local(&self.model, &super::device(&self.device)?)?
-                    .with_max_draft(self.draft_tokens),
-            )),
+            Backend::Candle => Ok(Arc::new(self.load_candle()?)),
             Backend::LlamaCpp => load_llamacpp(&self.model, rayon::current_num_threads()),
         }
+    }
+
+    /// Opens the model for `callers` threads that call it side by side: a
+    /// model on our own kernels then decodes their calls together
+    /// (`batching`); a server takes them as concurrent requests.
+    pub fn open_for_callers(&self, callers: usize) -> Result<Arc<dyn LanguageModel>> {
+        if (callers <= 1 && std::env::var("FORCEB").is_err()) || self.server.is_some() {
+            return self.open();
+        }
+        self.prepare(&mut |_, _| {})?;
+        match self.backend {
+            Backend::Candle => Ok(Arc::new(BatchingModel::start(self.load_candle()?)?)),
+            Backend::LlamaCpp => Err(Error::InvalidArgument(
+                "--concurrency above 1 needs the candle backend or a served model (--openai-url); the llama.cpp backend answers one call at a time".into(),
+            )),
+        }
+    }
+
+    fn load_candle(&self) -> Result<LocalModel> {
+        Ok(load_local(&self.model, &super::device(&self.device)?)?
+            .with_max_draft(self.draft_tokens))
     }
 
     /// A GPU or a server: fast enough for the search by default.
@@ -128,6 +148,19 @@ mod tests {
         let prepared = spec.prepare(&mut |_, _| pulled = true);
         assert_eq!(prepared.is_ok(), cfg!(feature = "llama-cpp"));
         assert!(!pulled);
+    }
+
+    #[test]
+    fn llamacpp_refuses_questions_side_by_side() {
+        let spec = ModelSpec {
+            backend: Backend::LlamaCpp,
+            ..ModelSpec::local("a-model-no-card-names")
+        };
+        let refused = spec.open_for_callers(2).err().map(|e| e.to_string());
+        assert!(
+            refused.as_deref().is_some_and(|e| e.contains("llama.cpp")),
+            "{refused:?}"
+        );
     }
 
     #[test]

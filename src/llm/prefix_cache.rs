@@ -75,9 +75,10 @@ impl PrefixCache {
         }
     }
 
-    /// From now on, every entry counts as an earlier question's.
-    pub fn new_epoch(&mut self) {
-        self.epoch += 1;
+    /// From now on, the entries of question `epoch` count as the current
+    /// question's and all others as earlier ones'.
+    pub fn set_epoch(&mut self, epoch: u64) {
+        self.epoch = epoch;
     }
 
     /// The cached states sharing the longest usable prefix with `tokens`
@@ -240,7 +241,7 @@ mod tests {
         assert_eq!(cache.lookup(&prompt, 11).unwrap().shared, 10);
         assert!(cache.covers(&prompt[..10]));
 
-        cache.new_epoch();
+        cache.set_epoch(1);
         // A later one: up to the last whole aligned block it shares.
         let hit = cache.lookup(&prompt, 11).unwrap();
         assert_eq!((hit.shared, hit.exact), (8, 8));
@@ -263,7 +264,7 @@ mod tests {
         // match gives the states computing on from it would give.
         let mut cache = PrefixCache::new(1 << 20, 4);
         cache.insert(prompt[..10].to_vec(), snapshot(10), 8);
-        cache.new_epoch();
+        cache.set_epoch(1);
         cache.insert(vec![0, 1, 2, 3, 98], snapshot(5), 4);
         let hit = cache.lookup(&prompt, 11).unwrap();
         assert_eq!((hit.shared, hit.exact), (8, 8));
@@ -275,7 +276,7 @@ mod tests {
         // An earlier question's prompt, another system message's this one's.
         let review: Vec<u32> = vec![1, 2, 3, 4, 5, 6, 7, 8, 9];
         cache.insert(review.clone(), snapshot(9), 8);
-        cache.new_epoch();
+        cache.set_epoch(1);
         cache.insert(vec![1, 2, 70, 71, 72, 73], snapshot(6), 4);
         let hit = cache.lookup(&review, 8).unwrap();
         assert_eq!((hit.shared, hit.exact), (8, 8));
@@ -286,7 +287,7 @@ mod tests {
         assert!(cache.lookup(&review, 8).is_none());
         assert_eq!(cache.lookup(&[1, 2, 70, 80], 3).unwrap().shared, 3);
         assert_eq!(cache.held_for_this_question(&[1, 2, 70, 80]), 3);
-        cache.new_epoch();
+        cache.set_epoch(2);
         assert_eq!(cache.held_for_this_question(&[1, 2, 70, 80]), 0);
     }
 }
