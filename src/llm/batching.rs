@@ -2,9 +2,11 @@
 //! scheduler thread runs every forward pass of a local model: a call's
 //! prompt is prefilled on its own (reusing the prefix cache), its rows then
 //! join the rows already decoding, one token per row per pass, and each
-//! row leaves the batch when it finishes. A search's calls are mostly of
-//! one to three rows; several questions' calls in one pass decode several
-//! times more tokens per second than each alone.
+//! row leaves the batch when it finishes. This pays where a pass of many
+//! rows costs about what one row does (a GPU); on a 2-core CPU, whose
+//! decode throughput levels off at the 4 to 8 rows the search and
+//! self-consistency already decode per call, it gains nothing
+//! (docs/results.md, "Questions decoded together by a local model").
 //!
 //! The threads that answer questions side by side hold a [`Seat`] each and
 //! take turns in lockstep: a pass runs only when every seated thread waits
