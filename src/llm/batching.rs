@@ -21,7 +21,6 @@ use super::transformer::row_logits;
 use super::{ContinuationScore, Generation, LanguageModel, Prompt, Sampling, Usage};
 use crate::error::{Error, Result};
 use candle_core::Tensor;
-use std::collections::HashMap;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{JoinHandle, ThreadId};
@@ -58,8 +57,6 @@ struct Queue {
     seated: Vec<ThreadId>,
     /// Seated threads waiting on a call.
     seated_waiting: usize,
-    /// The question each thread is answering (`begin_question`).
-    questions: HashMap<ThreadId, u64>,
     closing: bool,
 }
 
@@ -104,13 +101,12 @@ impl BatchingModel {
 
     fn call(&self, work: Work) -> Receiver<Reply> {
         let (reply, answer) = sync_channel(1);
+        let question = self.model.question();
         let mut queue = self.shared.lock();
-        let me = std::thread::current().id();
-        let seated = queue.seated.contains(&me);
+        let seated = queue.seated.contains(&std::thread::current().id());
         if seated {
             queue.seated_waiting += 1;
         }
-        let question = queue.questions.get(&me).copied().unwrap_or(0);
         queue.calls.push(Call {
             work,
             question,
@@ -202,11 +198,7 @@ impl LanguageModel for BatchingModel {
     /// prefix cache reuses other questions' states only where they equal a
     /// fresh computation.
     fn begin_question(&self) {
-        let question = self.model.new_question();
-        self.shared
-            .lock()
-            .questions
-            .insert(std::thread::current().id(), question);
+        self.model.new_question();
     }
 
     fn first_token_text(&self, text: &str) -> Option<String> {
@@ -429,8 +421,7 @@ impl Scheduler {
         }
         self.rows = kept_rows;
         if let Some(cache) = &self.cache {
-            let in_cache = self.rows.iter().filter(|r| r.joining.is_none()).count();
-            self.cache = if in_cache == 0 {
+            self.cache = if kept.is_empty() {
                 None
             } else {
                 Some(cache.select_rows(&kept).map_err(inference)?)
@@ -466,7 +457,7 @@ impl Scheduler {
         flight.done[row.index] = Some(row.state);
         if flight.done.iter().all(Option::is_some) {
             let flight = slot.take().expect("checked above");
-            self.complete(flight)?;
+            self.complete(flight);
         }
         if self.calls.iter().all(Option::is_none) {
             self.calls.clear();
@@ -474,7 +465,7 @@ impl Scheduler {
         Ok(())
     }
 
-    fn complete(&self, flight: InFlight) -> Result<()> {
+    fn complete(&self, flight: InFlight) {
         let rows = flight.done.into_iter().flatten().collect();
         let generation = self
             .model
@@ -490,7 +481,6 @@ impl Scheduler {
             });
         self.shared
             .answer(flight.call, Reply::Generated(generation));
-        Ok(())
     }
 
     /// Rebuilds the batch cache with the joining rows, every row

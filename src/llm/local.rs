@@ -126,7 +126,7 @@ impl LocalModel {
 
     /// The prefix cache, seen from the calling thread's question.
     fn prefixes(&self) -> MutexGuard<'_, PrefixCache> {
-        let question = self.questions().current().tag;
+        let question = self.question();
         let mut prefixes = self.prefix_cache.lock().expect("prefix cache lock");
         prefixes.set_epoch(question);
         prefixes
@@ -224,6 +224,11 @@ impl LocalModel {
         self.questions().current().tag = question;
     }
 
+    /// The tag of the calling thread's question.
+    pub(crate) fn question(&self) -> u64 {
+        self.questions().current().tag
+    }
+
     /// Starts a new question for the calling thread and returns its tag.
     pub(crate) fn new_question(&self) -> u64 {
         let mut questions = self.questions();
@@ -249,10 +254,7 @@ impl LocalModel {
         exact: usize,
     ) -> candle_core::Result<KvSnapshot> {
         let states = single.snapshot(0, ids.len())?;
-        let mut prefixes = self.prefixes();
-        if !prefixes.covers(ids) {
-            prefixes.insert(ids.to_vec(), states.clone(), exact);
-        }
+        self.remember_with(ids, exact, || Ok(states.clone()))?;
         Ok(states)
     }
 

@@ -111,7 +111,7 @@ impl ModelSpec {
     /// model on our own kernels then decodes their calls together
     /// (`batching`); a server takes them as concurrent requests.
     pub fn open_for_callers(&self, callers: usize) -> Result<Arc<dyn LanguageModel>> {
-        if (callers <= 1 && std::env::var("FORCEB").is_err()) || self.server.is_some() {
+        if callers <= 1 || self.server.is_some() {
             return self.open();
         }
         self.prepare(&mut |_, _| {})?;
