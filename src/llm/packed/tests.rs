@@ -1,6 +1,6 @@
 use super::*;
 use candle_core::quantized::QMatMul;
-use candle_core::Module;
+use candle_core::{Device, Module};
 
 /// Deterministic values in [-1, 1).
 fn values(count: usize, seed: u64) -> Vec<f32> {
@@ -164,10 +164,48 @@ fn q8_0_tensors_pack_exactly_and_agree_with_candle() {
 }
 
 #[test]
-fn k_quants_and_unaligned_inputs_stay_with_candle() {
-    let weights = Tensor::from_vec(values(16 * 256, 8), (16, 256), &Device::Cpu).unwrap();
-    let q4k = QTensor::quantize(&weights, GgmlDType::Q4K).unwrap();
-    assert!(PackedMatrix::from_qtensor(&q4k).unwrap().is_none());
+fn k_quants_pack_in_eight_bits_close_to_their_own_weights() {
+    let (outputs, inputs) = (24, 512);
+    let weights =
+        Tensor::from_vec(values(outputs * inputs, 8), (outputs, inputs), &Device::Cpu).unwrap();
+    for dtype in [GgmlDType::Q4K, GgmlDType::Q6K] {
+        let quantized = QTensor::quantize(&weights, dtype).unwrap();
+        let stored = candle_weights(&quantized);
+        let matrix = PackedMatrix::from_qtensor_for(&quantized, Kernel::Avx512Vnni)
+            .unwrap()
+            .expect("k-quants pack for the VNNI kernel");
+        assert_eq!(matrix.format(), Format::Int8);
+        // 8 bits over a block's range: at most half a step of max/127 off
+        // the k-quant's own weight, far below its own 4- or 6-bit step.
+        let packed = dequantized(&matrix);
+        for block in 0..outputs * inputs / BLOCK {
+            let range = block * BLOCK..(block + 1) * BLOCK;
+            let max = stored[range.clone()]
+                .iter()
+                .fold(0f32, |m, v| m.max(v.abs()));
+            for i in range {
+                assert!(
+                    (packed[i] - stored[i]).abs() <= max / 254.0 + 1e-3 * max,
+                    "{dtype:?} weight {i}: {} vs {}",
+                    packed[i],
+                    stored[i]
+                );
+            }
+        }
+        // The other kernels leave them to candle.
+        for kernel in [Kernel::Avx2, Kernel::Scalar] {
+            assert!(PackedMatrix::from_qtensor_for(&quantized, kernel)
+                .unwrap()
+                .is_none());
+        }
+    }
+}
+
+#[test]
+fn unquantized_tensors_stay_with_candle() {
+    let weights = Tensor::from_vec(values(16 * 64, 8), (16, 64), &Device::Cpu).unwrap();
+    let f32_tensor = QTensor::quantize(&weights, GgmlDType::F32).unwrap();
+    assert!(PackedMatrix::from_qtensor(&f32_tensor).unwrap().is_none());
 }
 
 #[test]
