@@ -279,23 +279,6 @@ impl PackedMatrix {
         Ok(Some(packed))
     }
 
-    /// Quantizes f32 weights, row-major (outputs, inputs), to 8 bits: each
-    /// block's largest magnitude maps to 127.
-    pub fn quantize(weights: &[f32], outputs: usize, inputs: usize) -> PackedMatrix {
-        assert_eq!(
-            weights.len(),
-            outputs * inputs,
-            "weights do not match the shape"
-        );
-        PackedMatrix::pack(outputs, inputs, Format::Int8, |_| {
-            |row, block| {
-                let start = row * inputs + block * BLOCK;
-                let (q, d) = quantize_block(&weights[start..start + BLOCK]);
-                (q, f16::from_f32(d))
-            }
-        })
-    }
-
     /// Lays out the matrix one group of outputs at a time, the groups in
     /// parallel: `blocks_of(outputs of the group)` gives the group's
     /// `block_of(output, block)`, signed quants in the format's range and
@@ -469,10 +452,16 @@ fn requantize<T: GgmlType>(
         );
         move |row, block| {
             let at = (row - start) * inputs + block * BLOCK;
-            let (q, d) = quantize_block(&weights[at..at + BLOCK]);
-            (q, f16::from_f32(d))
+            int8_block(&weights[at..at + BLOCK])
         }
     }))
+}
+
+/// One block of weights in 8 bits: its largest magnitude maps to 127,
+/// the scale stored as f16.
+fn int8_block(values: &[f32]) -> ([i8; BLOCK], f16) {
+    let (q, d) = quantize_block(values);
+    (q, f16::from_f32(d))
 }
 
 /// Symmetric 8-bit quants of one block and their scale.

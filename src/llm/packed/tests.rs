@@ -29,6 +29,21 @@ fn kernels() -> Vec<Kernel> {
         .collect()
 }
 
+/// f32 weights, row-major (outputs, inputs), packed in 8 bits.
+fn int8_matrix(weights: &[f32], outputs: usize, inputs: usize) -> PackedMatrix {
+    assert_eq!(
+        weights.len(),
+        outputs * inputs,
+        "weights do not match the shape"
+    );
+    PackedMatrix::pack(outputs, inputs, Format::Int8, |_| {
+        |row, block| {
+            let start = row * inputs + block * BLOCK;
+            int8_block(&weights[start..start + BLOCK])
+        }
+    })
+}
+
 /// A Q5_0 tensor of `values`, packed in 5 bits.
 fn int5_matrix(outputs: usize, inputs: usize, seed: u64) -> (QTensor, PackedMatrix) {
     let weights = Tensor::from_vec(
@@ -72,7 +87,7 @@ fn simd_paths_match_the_scalar_path_bit_for_bit() {
     // 40 outputs: two full groups and a padded one; 9 and 17 rows: full
     // tiles and tails.
     let (outputs, inputs) = (40, 96);
-    let int8 = PackedMatrix::quantize(&values(outputs * inputs, 1), outputs, inputs);
+    let int8 = int8_matrix(&values(outputs * inputs, 1), outputs, inputs);
     let (_, int5) = int5_matrix(outputs, inputs, 2);
     for matrix in [&int8, &int5] {
         for rows in [1, 3, 8, 9, 17] {
@@ -112,7 +127,7 @@ fn products_are_close_to_the_f32_product() {
     let (outputs, inputs, rows) = (48, 256, 5);
     let weights = values(outputs * inputs, 3);
     let x = values(rows * inputs, 4);
-    let matrix = PackedMatrix::quantize(&weights, outputs, inputs);
+    let matrix = int8_matrix(&weights, outputs, inputs);
     let mut out = vec![0f32; rows * outputs];
     matrix.matmul(&x, rows, &mut out, Kernel::detect());
     for r in 0..rows {
@@ -141,7 +156,7 @@ fn q8_0_tensors_pack_exactly_and_agree_with_candle() {
         .expect("Q8_0 packs");
     assert_eq!(matrix.format(), Format::Int8);
     // Packing Q8_0 keeps its quants: the dequantized weights requantize to the same blocks.
-    let requantized = PackedMatrix::quantize(&candle_weights(&q8), outputs, inputs);
+    let requantized = int8_matrix(&candle_weights(&q8), outputs, inputs);
     assert_eq!(matrix.packed, requantized.packed);
 
     let x = Tensor::from_vec(values(rows * inputs, 6), (1, rows, inputs), &Device::Cpu).unwrap();
@@ -210,7 +225,7 @@ fn unquantized_tensors_stay_with_candle() {
 
 #[test]
 fn wrong_activation_width_is_an_error() {
-    let matrix = PackedMatrix::quantize(&values(16 * 64, 9), 16, 64);
+    let matrix = int8_matrix(&values(16 * 64, 9), 16, 64);
     let x = Tensor::zeros((2, 32), candle_core::DType::F32, &Device::Cpu).unwrap();
     let err = matrix.forward(&x).unwrap_err().to_string();
     assert!(err.contains("64 inputs"), "{err}");
