@@ -8,17 +8,18 @@
 //! 512-bit VNNI instruction multiplies 4 inputs of all 16 at once, and the
 //! unpacked weights are reused across the rows of a tile.
 //!
-//! Two formats: 8-bit quants (Q8_0 packs exactly; Q5_1, Q4_K and Q6_K are
-//! requantized) and,
-//! where AVX-512 can unpack them, 5-bit quants (Q5_0 packs exactly, in 35%
-//! fewer bytes than 8 bits; decoding one token reads every weight once, so
-//! bytes are time).
+//! Three formats: 8-bit quants (Q8_0 packs exactly; Q5_1 and Q6_K are
+//! requantized) and, where AVX-512 can unpack them, 5-bit quants (Q5_0
+//! packs exactly, in 35% fewer bytes than 8 bits) and 4-bit quants above a
+//! minimum (Q4_K packs exactly but for the f16 rounding of its sub-block
+//! scales, in 5 bits a weight). Decoding one token reads every weight
+//! once, so bytes are time.
 
 mod avx2;
 mod avx512;
 mod scalar;
 
-use candle_core::quantized::k_quants::{BlockQ4K, BlockQ5_0, BlockQ5_1, BlockQ6K, GgmlType};
+use candle_core::quantized::k_quants::{BlockQ5_0, BlockQ5_1, BlockQ6K, GgmlType};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{CpuStorage, CustomOp1, Layout, Result, Shape, Tensor};
 use half::f16;
@@ -48,24 +49,40 @@ pub enum Format {
     /// bytes (low and high nibble) for p in 0..4; then each chunk's fifth
     /// bits as one little-endian u64 (bit = byte position); then the scales.
     Int5,
+    /// Quants in 0..=15 above a minimum, as Q4_K stores them: the nibbles
+    /// as in `Int5`, without fifth bits; then the scales, then 16 f16
+    /// minimums. A weight is scale * quant - minimum.
+    Int4,
 }
 
 impl Format {
     pub const fn block_bytes(self) -> usize {
-        self.scales_at() + GROUP * 2
+        let scales_end = self.scales_at() + GROUP * 2;
+        if self.has_minimums() {
+            scales_end + GROUP * 2
+        } else {
+            scales_end
+        }
     }
 
-    const fn scales_at(self) -> usize {
+    pub(super) const fn scales_at(self) -> usize {
         match self {
             Format::Int8 => CHUNKS * CHUNK,
             Format::Int5 => CHUNKS / 2 * CHUNK + CHUNKS * 8,
+            Format::Int4 => CHUNKS / 2 * CHUNK,
         }
+    }
+
+    /// Whether a block stores minimums after its scales.
+    pub const fn has_minimums(self) -> bool {
+        matches!(self, Format::Int4)
     }
 
     pub const fn offset(self) -> i32 {
         match self {
             Format::Int8 => 128,
             Format::Int5 => 16,
+            Format::Int4 => 0,
         }
     }
 
@@ -74,15 +91,19 @@ impl Format {
         let (chunk, at) = (input / 4, column * 4 + input % 4);
         let stored = match self {
             Format::Int8 => block[chunk * CHUNK + at] as i32,
-            Format::Int5 => {
+            Format::Int5 | Format::Int4 => {
                 let byte = block[chunk / 2 * CHUNK + at];
                 let low = if chunk % 2 == 0 {
                     byte & 0x0F
                 } else {
                     byte >> 4
                 };
-                let high_bits = CHUNKS / 2 * CHUNK + chunk * 8;
-                let high = (block[high_bits + at / 8] >> (at % 8)) & 1;
+                let high = if self == Format::Int5 {
+                    let high_bits = CHUNKS / 2 * CHUNK + chunk * 8;
+                    (block[high_bits + at / 8] >> (at % 8)) & 1
+                } else {
+                    0
+                };
                 (low | high << 4) as i32
             }
         };
@@ -94,23 +115,59 @@ impl Format {
         f16::from_le_bytes([block[at], block[at + 1]]).to_f32()
     }
 
-    /// Writes the signed quants `q` and scale `d` of `column` into a block.
-    fn put(self, block: &mut [u8], column: usize, q: &[i8; BLOCK], d: f16) {
-        for (input, &value) in q.iter().enumerate() {
+    /// The minimum of `column` in a block (zero for symmetric formats).
+    fn minimum(self, block: &[u8], column: usize) -> f32 {
+        if !self.has_minimums() {
+            return 0.0;
+        }
+        let at = self.scales_at() + GROUP * 2 + column * 2;
+        f16::from_le_bytes([block[at], block[at + 1]]).to_f32()
+    }
+
+    /// Writes one output's block of quants into a packed block at `column`.
+    fn put(self, block: &mut [u8], column: usize, quants: &Quants) {
+        for (input, &value) in quants.q.iter().enumerate() {
             let stored = (value as i32 + self.offset()) as u8;
             let (chunk, at) = (input / 4, column * 4 + input % 4);
             match self {
                 Format::Int8 => block[chunk * CHUNK + at] = stored,
-                Format::Int5 => {
+                Format::Int5 | Format::Int4 => {
                     let shift = if chunk % 2 == 0 { 0 } else { 4 };
                     block[chunk / 2 * CHUNK + at] |= (stored & 0x0F) << shift;
-                    let high_bits = CHUNKS / 2 * CHUNK + chunk * 8;
-                    block[high_bits + at / 8] |= ((stored >> 4) & 1) << (at % 8);
+                    if self == Format::Int5 {
+                        let high_bits = CHUNKS / 2 * CHUNK + chunk * 8;
+                        block[high_bits + at / 8] |= ((stored >> 4) & 1) << (at % 8);
+                    }
                 }
             }
         }
         let at = self.scales_at() + column * 2;
-        block[at..at + 2].copy_from_slice(&d.to_le_bytes());
+        block[at..at + 2].copy_from_slice(&quants.scale.to_le_bytes());
+        if self.has_minimums() {
+            let at = self.scales_at() + GROUP * 2 + column * 2;
+            block[at..at + 2].copy_from_slice(&quants.minimum.to_le_bytes());
+        }
+    }
+}
+
+/// One output's block of weights as a format stores it: quants in the
+/// format's range (signed, before its offset), a scale and, for formats
+/// with minimums, the minimum: weight = scale * quant - minimum.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Quants {
+    q: [i8; BLOCK],
+    scale: f16,
+    minimum: f16,
+}
+
+impl Quants {
+    /// Quants with a scale alone, as the symmetric formats store them.
+    fn symmetric(q: [i8; BLOCK], scale: f16) -> Quants {
+        Quants {
+            q,
+            scale,
+            minimum: f16::ZERO,
+        }
     }
 }
 
@@ -123,6 +180,8 @@ pub struct ActBlock {
     /// Sum of `q`: weights are stored plus the format's offset, so the VNNI
     /// kernel subtracts the offset times this sum.
     pub sum: i32,
+    /// `d * sum`, the weight of a block's minimum in the row's product.
+    pub scaled_sum: f32,
 }
 
 /// One tile's work: `rows` activation rows (`acts`, `blocks` blocks each)
@@ -238,7 +297,7 @@ impl PackedMatrix {
                     |row, block| {
                         let raw = &bytes[(row * per_row + block) * 34..][..34];
                         let q = std::array::from_fn(|i| raw[2 + i] as i8);
-                        (q, f16::from_le_bytes([raw[0], raw[1]]))
+                        Quants::symmetric(q, f16::from_le_bytes([raw[0], raw[1]]))
                     }
                 })
             }
@@ -256,20 +315,19 @@ impl PackedMatrix {
                             let low = if i < 16 { byte & 0x0F } else { byte >> 4 };
                             ((low as u32 | ((high >> i) & 1) << 4) as i32 - 16) as i8
                         });
-                        (q, f16::from_le_bytes([raw[0], raw[1]]))
+                        Quants::symmetric(q, f16::from_le_bytes([raw[0], raw[1]]))
                     }
                 })
             }
             (GgmlDType::Q5_0, _) => requantize::<BlockQ5_0>(tensor, outputs, inputs)?,
             (GgmlDType::Q5_1, _) => requantize::<BlockQ5_1>(tensor, outputs, inputs)?,
-            // In 8 bits (a rounding far below their own 4- or 6-bit steps)
-            // the k-quants run faster on the VNNI kernel than on candle's:
+            // The k-quants run faster on the VNNI kernel than on candle's
+            // (Q6_K in 8 bits, a rounding far below its own 6-bit step):
             // the 1.5B model decodes batches of 4 rows 1.3x faster on the
-            // 2-core CPU, single rows as fast, in a quarter less memory. On
-            // the AVX2 kernel batches ran at half candle's rate, so there
-            // they stay with candle (docs/performance.md).
+            // 2-core CPU. On the AVX2 kernel batches ran at half candle's
+            // rate, so there they stay with candle (docs/performance.md).
             (GgmlDType::Q4K, _) if kernel == Kernel::Avx512Vnni => {
-                requantize::<BlockQ4K>(tensor, outputs, inputs)?
+                q4_k_matrix(tensor, outputs, inputs)?
             }
             (GgmlDType::Q6K, _) if kernel == Kernel::Avx512Vnni => {
                 requantize::<BlockQ6K>(tensor, outputs, inputs)?
@@ -281,8 +339,8 @@ impl PackedMatrix {
 
     /// Lays out the matrix one group of outputs at a time, the groups in
     /// parallel: `blocks_of(outputs of the group)` gives the group's
-    /// `block_of(output, block)`, signed quants in the format's range and
-    /// their scale (it may first unpack the group's rows).
+    /// `block_of(output, block)`, the quants of that block in the format's
+    /// range (it may first unpack the group's rows).
     fn pack<B>(
         outputs: usize,
         inputs: usize,
@@ -290,7 +348,7 @@ impl PackedMatrix {
         blocks_of: impl Fn(Range<usize>) -> B + Sync,
     ) -> PackedMatrix
     where
-        B: Fn(usize, usize) -> ([i8; BLOCK], f16),
+        B: Fn(usize, usize) -> Quants,
     {
         let blocks = inputs / BLOCK;
         let groups = outputs.div_ceil(GROUP);
@@ -307,12 +365,12 @@ impl PackedMatrix {
                 {
                     for column in 0..GROUP {
                         let row = first + column;
-                        let (q, d) = if row < outputs {
+                        let quants = if row < outputs {
                             block_of(row, block)
                         } else {
-                            ([0; BLOCK], f16::ZERO)
+                            Quants::symmetric([0; BLOCK], f16::ZERO)
                         };
-                        format.put(dst, column, &q, d);
+                        format.put(dst, column, &quants);
                     }
                 }
             });
@@ -459,9 +517,61 @@ fn requantize<T: GgmlType>(
 
 /// One block of weights in 8 bits: its largest magnitude maps to 127,
 /// the scale stored as f16.
-fn int8_block(values: &[f32]) -> ([i8; BLOCK], f16) {
+fn int8_block(values: &[f32]) -> Quants {
     let (q, d) = quantize_block(values);
-    (q, f16::from_f32(d))
+    Quants::symmetric(q, f16::from_f32(d))
+}
+
+/// Bytes of one Q4_K super-block of 256 weights: f16 `d` and `dmin`, 12
+/// bytes of 6-bit sub-block scales and minimums, then 128 bytes of nibbles.
+const Q4_K_BYTES: usize = 144;
+const Q4_K_WEIGHTS: usize = 256;
+
+/// A Q4_K tensor in 4 bits: each sub-block of 32 weights is
+/// `d * scale * q - dmin * min`, its own scale and minimum folded into one
+/// f16 each.
+fn q4_k_matrix(tensor: &QTensor, outputs: usize, inputs: usize) -> Result<PackedMatrix> {
+    let bytes = tensor.data()?;
+    let per_row = inputs / Q4_K_WEIGHTS;
+    if !inputs.is_multiple_of(Q4_K_WEIGHTS) || bytes.len() != outputs * per_row * Q4_K_BYTES {
+        candle_core::bail!(
+            "a Q4_K tensor of {} bytes is not ({outputs}, {inputs})",
+            bytes.len()
+        )
+    }
+    Ok(PackedMatrix::pack(outputs, inputs, Format::Int4, |_| {
+        |row, block| {
+            let sub = block % (Q4_K_WEIGHTS / BLOCK);
+            let raw = &bytes[(row * per_row + block / (Q4_K_WEIGHTS / BLOCK)) * Q4_K_BYTES..]
+                [..Q4_K_BYTES];
+            let d = f16::from_le_bytes([raw[0], raw[1]]).to_f32();
+            let dmin = f16::from_le_bytes([raw[2], raw[3]]).to_f32();
+            let (scale, min) = q4_k_scale_and_min(&raw[4..16], sub);
+            // Sub-blocks 2p and 2p + 1 share 32 bytes: low and high nibbles.
+            let nibbles = &raw[16 + sub / 2 * 32..][..32];
+            let shift = 4 * (sub % 2);
+            Quants {
+                q: std::array::from_fn(|i| ((nibbles[i] >> shift) & 0x0F) as i8),
+                scale: f16::from_f32(d * scale as f32),
+                minimum: f16::from_f32(dmin * min as f32),
+            }
+        }
+    }))
+}
+
+/// The 6-bit scale and minimum of sub-block `sub` (0..8) of a Q4_K
+/// super-block: sub-blocks 0-3 in the low six bits of bytes 0-3 and 4-7;
+/// sub-blocks 4-7 in the nibbles of bytes 8-11, their top two bits in the
+/// top bits of bytes 0-7.
+fn q4_k_scale_and_min(packed: &[u8], sub: usize) -> (u8, u8) {
+    if sub < 4 {
+        (packed[sub] & 63, packed[sub + 4] & 63)
+    } else {
+        (
+            (packed[sub + 4] & 0x0F) | ((packed[sub - 4] >> 6) << 4),
+            (packed[sub + 4] >> 4) | ((packed[sub] >> 6) << 4),
+        )
+    }
 }
 
 /// Symmetric 8-bit quants of one block and their scale.
@@ -479,8 +589,13 @@ pub fn quantize_rows(x: &[f32], rows: usize, inputs: usize) -> Vec<ActBlock> {
     x.chunks_exact(BLOCK)
         .map(|values| {
             let (q, d) = quantize_block(values);
-            let sum = q.iter().map(|&v| v as i32).sum();
-            ActBlock { q, d, sum }
+            let sum = q.iter().map(|&v| v as i32).sum::<i32>();
+            ActBlock {
+                q,
+                d,
+                sum,
+                scaled_sum: d * sum as f32,
+            }
         })
         .collect()
 }

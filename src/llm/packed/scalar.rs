@@ -24,6 +24,10 @@ pub fn tile(tile: Tile<'_>, sums: &mut TileSums) {
                     .sum();
                 let scale = format.scale(weights, column);
                 acc = (dot as f32).mul_add(scale * act.d, acc);
+                if format.has_minimums() {
+                    let minimum = format.minimum(weights, column);
+                    acc = (-minimum).mul_add(act.scaled_sum, acc);
+                }
             }
             *sum = acc;
         }

@@ -60,6 +60,22 @@ fn int5_matrix(outputs: usize, inputs: usize, seed: u64) -> (QTensor, PackedMatr
     (q5, matrix)
 }
 
+/// A Q4_K tensor of `values`, packed in 4 bits for the VNNI kernel.
+fn int4_matrix(outputs: usize, inputs: usize, seed: u64) -> (QTensor, PackedMatrix) {
+    let weights = Tensor::from_vec(
+        values(outputs * inputs, seed),
+        (outputs, inputs),
+        &Device::Cpu,
+    )
+    .unwrap();
+    let q4k = QTensor::quantize(&weights, GgmlDType::Q4K).unwrap();
+    let matrix = PackedMatrix::from_qtensor_for(&q4k, Kernel::Avx512Vnni)
+        .unwrap()
+        .unwrap();
+    assert_eq!(matrix.format(), Format::Int4);
+    (q4k, matrix)
+}
+
 /// Every weight of a quantized tensor, row-major, as candle dequantizes it.
 fn candle_weights(tensor: &QTensor) -> Vec<f32> {
     let weights = tensor.dequantize(&Device::Cpu).unwrap();
@@ -76,7 +92,8 @@ fn dequantized(matrix: &PackedMatrix) -> Vec<f32> {
         for input in 0..matrix.inputs {
             let block = &matrix.packed[(group * blocks + input / BLOCK) * size..][..size];
             let q = matrix.format.quant(block, column, input % BLOCK);
-            out.push(q as f32 * matrix.format.scale(block, column));
+            let scale = matrix.format.scale(block, column);
+            out.push(q as f32 * scale - matrix.format.minimum(block, column));
         }
     }
     out
@@ -86,10 +103,11 @@ fn dequantized(matrix: &PackedMatrix) -> Vec<f32> {
 fn simd_paths_match_the_scalar_path_bit_for_bit() {
     // 40 outputs: two full groups and a padded one; 9 and 17 rows: full
     // tiles and tails.
-    let (outputs, inputs) = (40, 96);
+    let (outputs, inputs) = (40, 256);
     let int8 = int8_matrix(&values(outputs * inputs, 1), outputs, inputs);
     let (_, int5) = int5_matrix(outputs, inputs, 2);
-    for matrix in [&int8, &int5] {
+    let (_, int4) = int4_matrix(outputs, inputs, 3);
+    for matrix in [&int8, &int5, &int4] {
         for rows in [1, 3, 8, 9, 17] {
             let x = values(rows * inputs, rows as u64 + 7);
             let mut reference = vec![0f32; rows * outputs];
@@ -179,34 +197,82 @@ fn q8_0_tensors_pack_exactly_and_agree_with_candle() {
 }
 
 #[test]
-fn k_quants_pack_in_eight_bits_close_to_their_own_weights() {
+fn q4_k_products_are_as_close_to_the_exact_product_as_candles() {
+    let (outputs, inputs, rows) = (32, 512, 3);
+    let (q4k, matrix) = int4_matrix(outputs, inputs, 11);
+    let weights = candle_weights(&q4k);
+    let x = values(rows * inputs, 6);
+    let mut ours = vec![0f32; rows * outputs];
+    matrix.matmul(&x, rows, &mut ours, Kernel::detect());
+    let activations = Tensor::from_vec(x.clone(), (rows, inputs), &Device::Cpu).unwrap();
+    let theirs = QMatMul::from_qtensor(q4k)
+        .unwrap()
+        .forward(&activations)
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .to_vec1::<f32>()
+        .unwrap();
+    // Both products round the activations to 8 bits (candle per 256
+    // inputs, ours per 32): neither is exact, ours must be no further off.
+    let (mut ours_off, mut theirs_off) = (0f32, 0f32);
+    for r in 0..rows {
+        for o in 0..outputs {
+            let exact: f32 = (0..inputs)
+                .map(|i| weights[o * inputs + i] * x[r * inputs + i])
+                .sum();
+            ours_off = ours_off.max((ours[r * outputs + o] - exact).abs());
+            theirs_off = theirs_off.max((theirs[r * outputs + o] - exact).abs());
+        }
+    }
+    assert!(
+        ours_off <= 1.25 * theirs_off,
+        "ours {ours_off} off the exact product, candle's {theirs_off}"
+    );
+}
+
+/// The weights of `matrix` each within `tolerance(block's largest
+/// magnitude)` of `stored`.
+fn assert_close_blockwise(matrix: &PackedMatrix, stored: &[f32], tolerance: impl Fn(f32) -> f32) {
+    let packed = dequantized(matrix);
+    for block in 0..stored.len() / BLOCK {
+        let range = block * BLOCK..(block + 1) * BLOCK;
+        let max = stored[range.clone()]
+            .iter()
+            .fold(0f32, |m, v| m.max(v.abs()));
+        for i in range {
+            assert!(
+                (packed[i] - stored[i]).abs() <= tolerance(max),
+                "{:?} weight {i}: {} vs {}",
+                matrix.format(),
+                packed[i],
+                stored[i]
+            );
+        }
+    }
+}
+
+#[test]
+fn k_quants_pack_close_to_their_own_weights() {
     let (outputs, inputs) = (24, 512);
     let weights =
         Tensor::from_vec(values(outputs * inputs, 8), (outputs, inputs), &Device::Cpu).unwrap();
-    for dtype in [GgmlDType::Q4K, GgmlDType::Q6K] {
-        let quantized = QTensor::quantize(&weights, dtype).unwrap();
-        let stored = candle_weights(&quantized);
-        let matrix = PackedMatrix::from_qtensor_for(&quantized, Kernel::Avx512Vnni)
-            .unwrap()
-            .expect("k-quants pack for the VNNI kernel");
-        assert_eq!(matrix.format(), Format::Int8);
-        // 8 bits over a block's range: at most half a step of max/127 off
-        // the k-quant's own weight, far below its own 4- or 6-bit step.
-        let packed = dequantized(&matrix);
-        for block in 0..outputs * inputs / BLOCK {
-            let range = block * BLOCK..(block + 1) * BLOCK;
-            let max = stored[range.clone()]
-                .iter()
-                .fold(0f32, |m, v| m.max(v.abs()));
-            for i in range {
-                assert!(
-                    (packed[i] - stored[i]).abs() <= max / 254.0 + 1e-3 * max,
-                    "{dtype:?} weight {i}: {} vs {}",
-                    packed[i],
-                    stored[i]
-                );
-            }
-        }
+    // Q4_K keeps its nibbles; its sub-block scale and minimum, each a
+    // product of an f16 and a 6-bit integer, are rounded to f16 (a relative
+    // 2^-11 of each, over quants up to 15).
+    let (q4k, int4) = int4_matrix(outputs, inputs, 8);
+    assert_close_blockwise(&int4, &candle_weights(&q4k), |max| 2e-3 * max + 1e-6);
+    // 5 bits a weight: 16 bytes of nibbles, an f16 scale and minimum.
+    assert_eq!(Format::Int4.block_bytes(), 20 * GROUP);
+    // Q6_K goes to 8 bits: at most half a step of max/127 off its own
+    // weight, far below its own 6-bit step.
+    let q6k = QTensor::quantize(&weights, GgmlDType::Q6K).unwrap();
+    let int8 = PackedMatrix::from_qtensor_for(&q6k, Kernel::Avx512Vnni)
+        .unwrap()
+        .expect("Q6_K packs for the VNNI kernel");
+    assert_eq!(int8.format(), Format::Int8);
+    assert_close_blockwise(&int8, &candle_weights(&q6k), |max| max / 254.0 + 1e-3 * max);
+    for quantized in [q4k, q6k] {
         // The other kernels leave them to candle.
         for kernel in [Kernel::Avx2, Kernel::Scalar] {
             assert!(PackedMatrix::from_qtensor_for(&quantized, kernel)
