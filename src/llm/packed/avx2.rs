@@ -1,7 +1,10 @@
 //! AVX2: 16 outputs as two halves of 8 lanes. `vpmaddubsw` needs an
-//! unsigned operand, so each weight's magnitude is multiplied by the
-//! activation carrying the weight's sign; no pair of products can saturate
-//! (128 * 127 * 2 < 32767).
+//! unsigned operand: for 8-bit weights each weight's magnitude is
+//! multiplied by the activation carrying the weight's sign, so that no pair
+//! of products can saturate (128 * 127 * 2 < 32767); 4-bit weights are
+//! unsigned already, unpacked once per block for every row, and their
+//! products add up in 16 bits over a whole block (8 * 15 * 127 * 2 <
+//! 32767).
 
 #![cfg(target_arch = "x86_64")]
 
@@ -10,6 +13,9 @@ use super::{ActBlock, Format, Tile, TileSums, CHUNK, ROW_TILE};
 /// Bytes of one 8-bit block, and where its scales start.
 const SIZE: usize = Format::Int8.block_bytes();
 const SCALES: usize = SIZE - 32;
+/// The same for a 4-bit block, whose minimums follow its scales.
+const SIZE4: usize = Format::Int4.block_bytes();
+const SCALES4: usize = Format::Int4.scales_at();
 use std::arch::x86_64::*;
 
 pub fn supported() -> bool {
@@ -18,19 +24,23 @@ pub fn supported() -> bool {
         && is_x86_feature_detected!("f16c")
 }
 
-/// SAFETY: the CPU must have AVX2, FMA and F16C; the tile is in 8-bit
-/// format and its slices hold its blocks and rows.
+/// SAFETY: the CPU must have AVX2, FMA and F16C; the tile is in 8-bit or
+/// 4-bit format and its slices hold its blocks and rows.
 pub unsafe fn tile(tile: Tile<'_>, sums: &mut TileSums) {
-    debug_assert_eq!(tile.format, Format::Int8);
+    debug_assert!(matches!(tile.format, Format::Int8 | Format::Int4));
     macro_rules! rows_of {
-        ($($r:literal)*) => {
+        ($kernel:ident, $($r:literal)*) => {
             match tile.rows {
-                $($r => unsafe { rows_of::<$r>(tile.packed, tile.acts, tile.blocks, sums) },)*
-                _ => unsafe { rows_of::<ROW_TILE>(tile.packed, tile.acts, tile.blocks, sums) },
+                $($r => unsafe { $kernel::<$r>(tile.packed, tile.acts, tile.blocks, sums) },)*
+                _ => unsafe { $kernel::<ROW_TILE>(tile.packed, tile.acts, tile.blocks, sums) },
             }
         };
     }
-    rows_of!(1 2 3 4 5 6 7);
+    if tile.format == Format::Int4 {
+        rows_of!(int4_rows_of, 1 2 3 4 5 6 7);
+    } else {
+        rows_of!(rows_of, 1 2 3 4 5 6 7);
+    }
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
@@ -74,6 +84,71 @@ unsafe fn rows_of<const R: usize>(
             }
         }
     }
+    store(&acc, sums);
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn int4_rows_of<const R: usize>(
+    packed: &[u8],
+    acts: &[ActBlock],
+    blocks: usize,
+    sums: &mut TileSums,
+) {
+    let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    let nibble = _mm256_set1_epi8(0x0F);
+    let ones = _mm256_set1_epi16(1);
+    // The block's quants as bytes, chunk j's half h at 2j + h.
+    let mut weights = [_mm256_setzero_si256(); 16];
+    for block in 0..blocks {
+        let base = packed[block * SIZE4..][..SIZE4].as_ptr();
+        // SAFETY: the slice above holds 4 x 64 nibble bytes, then 16 f16
+        // scales and 16 f16 minimums.
+        let (scales, minimums) = unsafe {
+            let halves = |at: usize| {
+                [
+                    _mm256_cvtph_ps(_mm_loadu_si128(base.add(at) as *const _)),
+                    _mm256_cvtph_ps(_mm_loadu_si128(base.add(at + 16) as *const _)),
+                ]
+            };
+            (halves(SCALES4), halves(SCALES4 + 32))
+        };
+        for pair in 0..4 {
+            for half in 0..2 {
+                // SAFETY: within the block's nibble bytes.
+                let bytes =
+                    unsafe { _mm256_loadu_si256(base.add(pair * CHUNK + half * 32) as *const _) };
+                weights[4 * pair + half] = _mm256_and_si256(bytes, nibble);
+                weights[4 * pair + 2 + half] =
+                    _mm256_and_si256(_mm256_srli_epi16(bytes, 4), nibble);
+            }
+        }
+        for (r, acc) in acc.iter_mut().enumerate() {
+            let act = &acts[r * blocks + block];
+            let mut dot = [_mm256_setzero_si256(); 2];
+            for j in 0..8 {
+                let four = i32::from_le_bytes(std::array::from_fn(|t| act.q[j * 4 + t] as u8));
+                let four = _mm256_set1_epi32(four);
+                for (half, dot) in dot.iter_mut().enumerate() {
+                    let pairs = _mm256_maddubs_epi16(weights[2 * j + half], four);
+                    *dot = _mm256_add_epi16(*dot, pairs);
+                }
+            }
+            let d = _mm256_set1_ps(act.d);
+            let scaled_sum = _mm256_set1_ps(act.scaled_sum);
+            for half in 0..2 {
+                let dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(dot[half], ones));
+                let scale = _mm256_mul_ps(scales[half], d);
+                acc[half] = _mm256_fmadd_ps(dot, scale, acc[half]);
+                acc[half] = _mm256_fnmadd_ps(minimums[half], scaled_sum, acc[half]);
+            }
+        }
+    }
+    store(&acc, sums);
+}
+
+#[inline]
+#[target_feature(enable = "avx")]
+fn store<const R: usize>(acc: &[[__m256; 2]; R], sums: &mut TileSums) {
     for (r, acc) in acc.iter().enumerate() {
         // SAFETY: a row of sums holds 2 x 8 f32.
         unsafe {
