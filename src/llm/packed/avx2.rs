@@ -56,12 +56,7 @@ unsafe fn rows_of<const R: usize>(
     for block in 0..blocks {
         let base = packed[block * SIZE..][..SIZE].as_ptr();
         // SAFETY: the slice above holds 8 x 64 quant bytes and 16 f16 scales.
-        let scales = unsafe {
-            [
-                _mm256_cvtph_ps(_mm_loadu_si128(base.add(SCALES) as *const _)),
-                _mm256_cvtph_ps(_mm_loadu_si128(base.add(SCALES + 16) as *const _)),
-            ]
-        };
+        let scales = unsafe { sixteen_f16(base.add(SCALES)) };
         for (r, acc) in acc.iter_mut().enumerate() {
             let act = &acts[r * blocks + block];
             let mut dot = [_mm256_setzero_si256(); 2];
@@ -104,13 +99,10 @@ unsafe fn int4_rows_of<const R: usize>(
         // SAFETY: the slice above holds 4 x 64 nibble bytes, then 16 f16
         // scales and 16 f16 minimums.
         let (scales, minimums) = unsafe {
-            let halves = |at: usize| {
-                [
-                    _mm256_cvtph_ps(_mm_loadu_si128(base.add(at) as *const _)),
-                    _mm256_cvtph_ps(_mm_loadu_si128(base.add(at + 16) as *const _)),
-                ]
-            };
-            (halves(SCALES4), halves(SCALES4 + 32))
+            (
+                sixteen_f16(base.add(SCALES4)),
+                sixteen_f16(base.add(SCALES4 + 32)),
+            )
         };
         for pair in 0..4 {
             for half in 0..2 {
@@ -144,6 +136,20 @@ unsafe fn int4_rows_of<const R: usize>(
         }
     }
     store(&acc, sums);
+}
+
+/// 16 f16 values at `at`, the outputs' halves as 8 f32 each.
+///
+/// SAFETY: 32 bytes from `at` are readable.
+#[inline]
+#[target_feature(enable = "avx,f16c")]
+unsafe fn sixteen_f16(at: *const u8) -> [__m256; 2] {
+    unsafe {
+        [
+            _mm256_cvtph_ps(_mm_loadu_si128(at as *const _)),
+            _mm256_cvtph_ps(_mm_loadu_si128(at.add(16) as *const _)),
+        ]
+    }
 }
 
 #[inline]

@@ -44,36 +44,49 @@ fn int8_matrix(weights: &[f32], outputs: usize, inputs: usize) -> PackedMatrix {
     })
 }
 
-/// A Q5_0 tensor of `values`, packed in 5 bits.
-fn int5_matrix(outputs: usize, inputs: usize, seed: u64) -> (QTensor, PackedMatrix) {
+/// An (outputs, inputs) tensor of `values` in `dtype`, and how `kernel`
+/// packs it, which must be in `format`.
+fn packed_tensor(
+    dtype: GgmlDType,
+    kernel: Kernel,
+    format: Format,
+    (outputs, inputs): (usize, usize),
+    seed: u64,
+) -> (QTensor, PackedMatrix) {
     let weights = Tensor::from_vec(
         values(outputs * inputs, seed),
         (outputs, inputs),
         &Device::Cpu,
     )
     .unwrap();
-    let q5 = QTensor::quantize(&weights, GgmlDType::Q5_0).unwrap();
-    let matrix = PackedMatrix::from_qtensor_for(&q5, Kernel::Scalar)
+    let tensor = QTensor::quantize(&weights, dtype).unwrap();
+    let matrix = PackedMatrix::from_qtensor_for(&tensor, kernel)
         .unwrap()
         .unwrap();
-    assert_eq!(matrix.format(), Format::Int5);
-    (q5, matrix)
+    assert_eq!(matrix.format(), format);
+    (tensor, matrix)
 }
 
-/// A Q4_K tensor of `values`, packed in 4 bits for the VNNI kernel.
-fn int4_matrix(outputs: usize, inputs: usize, seed: u64) -> (QTensor, PackedMatrix) {
-    let weights = Tensor::from_vec(
-        values(outputs * inputs, seed),
+/// A Q5_0 tensor of `values`, packed in 5 bits.
+fn int5_matrix(outputs: usize, inputs: usize, seed: u64) -> (QTensor, PackedMatrix) {
+    packed_tensor(
+        GgmlDType::Q5_0,
+        Kernel::Scalar,
+        Format::Int5,
         (outputs, inputs),
-        &Device::Cpu,
+        seed,
     )
-    .unwrap();
-    let q4k = QTensor::quantize(&weights, GgmlDType::Q4K).unwrap();
-    let matrix = PackedMatrix::from_qtensor_for(&q4k, Kernel::Avx512Vnni)
-        .unwrap()
-        .unwrap();
-    assert_eq!(matrix.format(), Format::Int4);
-    (q4k, matrix)
+}
+
+/// A Q4_K tensor of `values`, packed in 4 bits.
+fn int4_matrix(outputs: usize, inputs: usize, seed: u64) -> (QTensor, PackedMatrix) {
+    packed_tensor(
+        GgmlDType::Q4K,
+        Kernel::Avx512Vnni,
+        Format::Int4,
+        (outputs, inputs),
+        seed,
+    )
 }
 
 /// Every weight of a quantized tensor, row-major, as candle dequantizes it.
