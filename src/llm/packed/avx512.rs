@@ -18,7 +18,7 @@ pub fn supported() -> bool {
 pub unsafe fn tile(tile: Tile<'_>, sums: &mut TileSums) {
     // A constant row count keeps every accumulator in a register; a
     // constant for the minimums keeps their step out of the other formats'
-    // loops (a run-time test there slowed 8-bit batches by a tenth).
+    // loops.
     macro_rules! rows_of {
         ($minimums:literal, $($r:literal)*) => {
             match tile.rows {
