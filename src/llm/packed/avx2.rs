@@ -13,9 +13,10 @@ use super::{ActBlock, Format, Tile, TileSums, CHUNK, ROW_TILE};
 /// Bytes of one 8-bit block, and where its scales start.
 const SIZE: usize = Format::Int8.block_bytes();
 const SCALES: usize = SIZE - 32;
-/// The same for a 4-bit block, whose minimums follow its scales.
+/// The same for a 4-bit block, and where its minimums start.
 const SIZE4: usize = Format::Int4.block_bytes();
 const SCALES4: usize = Format::Int4.scales_at();
+const MINIMUMS4: usize = Format::Int4.minimums_at();
 use std::arch::x86_64::*;
 
 pub fn supported() -> bool {
@@ -101,7 +102,7 @@ unsafe fn int4_rows_of<const R: usize>(
         let (scales, minimums) = unsafe {
             (
                 sixteen_f16(base.add(SCALES4)),
-                sixteen_f16(base.add(SCALES4 + 32)),
+                sixteen_f16(base.add(MINIMUMS4)),
             )
         };
         for pair in 0..4 {

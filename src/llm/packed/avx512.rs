@@ -97,7 +97,7 @@ unsafe fn rows_of<const R: usize, const MINIMUMS: bool>(tile: Tile<'_>, sums: &m
             // SAFETY: formats with minimums store 16 f16 after the scales.
             unsafe {
                 _mm512_cvtph_ps(_mm256_loadu_si256(
-                    base.add(format.scales_at() + 32) as *const _
+                    base.add(format.minimums_at()) as *const _
                 ))
             }
         });

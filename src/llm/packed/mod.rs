@@ -9,11 +9,11 @@
 //! unpacked weights are reused across the rows of a tile.
 //!
 //! Three formats: 8-bit quants (Q8_0 packs exactly; Q5_1 and Q6_K are
-//! requantized) and, where AVX-512 can unpack them, 5-bit quants (Q5_0
-//! packs exactly, in 35% fewer bytes than 8 bits) and 4-bit quants above a
-//! minimum (Q4_K packs exactly but for the f16 rounding of its sub-block
-//! scales, in 5 bits a weight). Decoding one token reads every weight
-//! once, so bytes are time.
+//! requantized), 5-bit quants where AVX-512 can unpack them (Q5_0 packs
+//! exactly, in 35% fewer bytes than 8 bits) and 4-bit quants above a
+//! minimum on the AVX-512 and AVX2 kernels (Q4_K packs exactly but for the
+//! f16 rounding of its sub-block scales, in 5 bits a weight). Decoding one
+//! token reads every weight once, so bytes are time.
 
 mod avx2;
 mod avx512;
@@ -57,12 +57,13 @@ pub enum Format {
 
 impl Format {
     pub const fn block_bytes(self) -> usize {
-        let scales_end = self.scales_at() + GROUP * 2;
-        if self.has_minimums() {
-            scales_end + GROUP * 2
-        } else {
-            scales_end
-        }
+        let minimums = if self.has_minimums() { GROUP * 2 } else { 0 };
+        self.minimums_at() + minimums
+    }
+
+    /// Where a block's minimums start (or would): after its scales.
+    pub(super) const fn minimums_at(self) -> usize {
+        self.scales_at() + GROUP * 2
     }
 
     pub(super) const fn scales_at(self) -> usize {
@@ -120,7 +121,7 @@ impl Format {
         if !self.has_minimums() {
             return 0.0;
         }
-        let at = self.scales_at() + GROUP * 2 + column * 2;
+        let at = self.minimums_at() + column * 2;
         f16::from_le_bytes([block[at], block[at + 1]]).to_f32()
     }
 
@@ -144,7 +145,7 @@ impl Format {
         let at = self.scales_at() + column * 2;
         block[at..at + 2].copy_from_slice(&quants.scale.to_le_bytes());
         if self.has_minimums() {
-            let at = self.scales_at() + GROUP * 2 + column * 2;
+            let at = self.minimums_at() + column * 2;
             block[at..at + 2].copy_from_slice(&quants.minimum.to_le_bytes());
         }
     }
