@@ -12,7 +12,7 @@ use super::{ActBlock, Format, Tile, TileSums, CHUNK, ROW_TILE};
 
 /// Bytes of one 8-bit block, and where its scales start.
 const SIZE: usize = Format::Int8.block_bytes();
-const SCALES: usize = SIZE - 32;
+const SCALES: usize = Format::Int8.scales_at();
 /// The same for a 4-bit block, and where its minimums start.
 const SIZE4: usize = Format::Int4.block_bytes();
 const SCALES4: usize = Format::Int4.scales_at();
@@ -62,7 +62,7 @@ unsafe fn rows_of<const R: usize>(
             let act = &acts[r * blocks + block];
             let mut dot = [_mm256_setzero_si256(); 2];
             for j in 0..8 {
-                let four = i32::from_le_bytes(std::array::from_fn(|t| act.q[j * 4 + t] as u8));
+                let four = act.four(j);
                 let four = _mm256_set1_epi32(four);
                 for (half, dot) in dot.iter_mut().enumerate() {
                     // SAFETY: within the block's quant bytes.
@@ -119,7 +119,7 @@ unsafe fn int4_rows_of<const R: usize>(
             let act = &acts[r * blocks + block];
             let mut dot = [_mm256_setzero_si256(); 2];
             for j in 0..8 {
-                let four = i32::from_le_bytes(std::array::from_fn(|t| act.q[j * 4 + t] as u8));
+                let four = act.four(j);
                 let four = _mm256_set1_epi32(four);
                 for (half, dot) in dot.iter_mut().enumerate() {
                     let pairs = _mm256_maddubs_epi16(weights[2 * j + half], four);

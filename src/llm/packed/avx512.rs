@@ -46,31 +46,25 @@ unsafe fn unpack(format: Format, block: *const u8) -> ([__m512i; CHUNKS], __m512
             Format::Int8 => {
                 std::array::from_fn(|j| _mm512_loadu_si512(block.add(j * CHUNK) as *const _))
             }
-            Format::Int4 => {
+            Format::Int4 | Format::Int5 => {
                 let nibble = _mm512_set1_epi8(0x0F);
-                std::array::from_fn(|j| {
+                let mut chunks: [__m512i; CHUNKS] = std::array::from_fn(|j| {
                     let pair = _mm512_loadu_si512(block.add(j / 2 * CHUNK) as *const _);
                     if j % 2 == 0 {
                         _mm512_and_si512(pair, nibble)
                     } else {
                         _mm512_and_si512(_mm512_srli_epi16(pair, 4), nibble)
                     }
-                })
-            }
-            Format::Int5 => {
-                let nibble = _mm512_set1_epi8(0x0F);
-                let fifth = _mm512_set1_epi8(0x10);
-                let high_bits = block.add(CHUNKS / 2 * CHUNK) as *const u64;
-                std::array::from_fn(|j| {
-                    let pair = _mm512_loadu_si512(block.add(j / 2 * CHUNK) as *const _);
-                    let low = if j % 2 == 0 {
-                        _mm512_and_si512(pair, nibble)
-                    } else {
-                        _mm512_and_si512(_mm512_srli_epi16(pair, 4), nibble)
-                    };
-                    let high = _mm512_maskz_mov_epi8(high_bits.add(j).read_unaligned(), fifth);
-                    _mm512_or_si512(low, high)
-                })
+                });
+                if format == Format::Int5 {
+                    let fifth = _mm512_set1_epi8(0x10);
+                    let high_bits = block.add(CHUNKS / 2 * CHUNK) as *const u64;
+                    for (j, chunk) in chunks.iter_mut().enumerate() {
+                        let high = _mm512_maskz_mov_epi8(high_bits.add(j).read_unaligned(), fifth);
+                        *chunk = _mm512_or_si512(*chunk, high);
+                    }
+                }
+                chunks
             }
         };
         (chunks, scales)
@@ -106,7 +100,7 @@ unsafe fn rows_of<const R: usize, const MINIMUMS: bool>(tile: Tile<'_>, sums: &m
             // Weights are stored plus the offset: start from -offset * sum(q).
             let mut dot = _mm512_set1_epi32(-offset * act.sum);
             for (j, &w) in weights.iter().enumerate() {
-                let four = i32::from_le_bytes(std::array::from_fn(|t| act.q[j * 4 + t] as u8));
+                let four = act.four(j);
                 dot = _mm512_dpbusd_epi32(dot, w, _mm512_set1_epi32(four));
             }
             let scale = _mm512_mul_ps(scales, _mm512_set1_ps(act.d));

@@ -185,6 +185,15 @@ pub struct ActBlock {
     pub scaled_sum: f32,
 }
 
+impl ActBlock {
+    /// Quants 4j..4j + 4 as the bytes of one little-endian i32, the word
+    /// the SIMD kernels broadcast against a chunk of weights.
+    #[inline]
+    pub fn four(&self, j: usize) -> i32 {
+        i32::from_le_bytes(std::array::from_fn(|t| self.q[j * 4 + t] as u8))
+    }
+}
+
 /// One tile's work: `rows` activation rows (`acts`, `blocks` blocks each)
 /// against one group's packed weights in `format`.
 #[derive(Clone, Copy)]
