@@ -275,13 +275,24 @@ impl SchemaVocabulary {
             .any(|(p, _)| matches!(p, Piece::Word(w) if w.eq_ignore_ascii_case("with")));
         // One scope per level of parentheses: the tables its FROM bound.
         let mut scopes = vec![Scope::default()];
+        // What the FROM's syntax lets the next word be (`Next`).
+        let mut next = Next::Any;
         for (i, &(piece, at)) in spans.iter().enumerate() {
             let word = match piece {
                 Piece::Word(word) => word,
                 Piece::Other(text) if !text.starts_with('\'') => {
                     for (offset, c) in text.char_indices() {
-                        let judged = at + offset >= new_from
-                            && !quoted.iter().any(|r| r.contains(&(at + offset)));
+                        let here = at + offset;
+                        // Inside a quoted alias, or its closing quote.
+                        let in_quoted_alias =
+                            quoted.iter().any(|r| r.start < here && here <= r.end);
+                        if next != Next::Any && !c.is_whitespace() && !in_quoted_alias {
+                            if here >= new_from && !next.allows_sign(c) {
+                                return false;
+                            }
+                            next = Next::Any;
+                        }
+                        let judged = here >= new_from && !quoted.iter().any(|r| r.contains(&here));
                         // SQL has no use for these outside quotes, nor for a
                         // parenthesis that closes none (`Cast(x AS REAL) AS
                         // REAL)`).
@@ -311,13 +322,26 @@ impl SchemaVocabulary {
                     }
                     continue;
                 }
-                Piece::Other(_) => continue,
+                // A string literal.
+                Piece::Other(_) => {
+                    if next != Next::Any && at + piece.text().len() > new_from {
+                        return false;
+                    }
+                    next = Next::Any;
+                    continue;
+                }
             };
             let lower = word.to_lowercase();
             let end = at + word.len();
             let inside_quotes = quoted.iter().any(|r| r.contains(&at));
             let growing = open && end == query.len();
             let judged = end >= new_from && !inside_quotes;
+            if next != Next::Any && !inside_quotes {
+                if judged && !next.allows_word(&lower, growing) {
+                    return false;
+                }
+                next = Next::after_join_word(&lower);
+            }
             // A FROM may end only once it binds what the level named
             // before it: refused, the model goes on to join the table
             // that holds the name.
@@ -352,6 +376,14 @@ impl SchemaVocabulary {
                 "as" => {}
                 _ if slot == Slot::NewAlias => {
                     if let Some(table) = scope.last_table.take() {
+                        // `JOIN t USING`, `FROM t LEFT JOIN`: join syntax
+                        // where an alias could stand.
+                        next = match Next::after_join_word(&lower) {
+                            Next::Any if !FOLLOWS_TABLE_ALIAS.contains(&lower.as_str()) => {
+                                Next::AfterTableAlias
+                            }
+                            join => join,
+                        };
                         scope.aliases.push((lower.clone(), table));
                     }
                 }
@@ -700,6 +732,80 @@ const CLAUSE_ENDS: [&str; 10] = [
     "except",
     "intersect",
     "select",
+];
+
+/// What may come next where a FROM's syntax leaves few choices. Refused
+/// the end of a FROM that leaves a name unbound, a model otherwise writes
+/// a clause as an alias or a join word (`FROM phones UNORDERED BY`, `FROM
+/// t HAVINGS LEFT 13`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Next {
+    Any,
+    /// After a table's alias: a word of `FOLLOWS_TABLE_ALIAS`, a comma or
+    /// a closing parenthesis.
+    AfterTableAlias,
+    /// Inside a join's keywords (`LEFT OUTER JOIN`): one of these words.
+    JoinWords(&'static [&'static str]),
+}
+
+impl Next {
+    /// What follows `word` when it stands among a join's keywords.
+    fn after_join_word(word: &str) -> Next {
+        match word {
+            "left" | "right" | "full" => Next::JoinWords(&["outer", "join"]),
+            "inner" | "cross" | "outer" => Next::JoinWords(&["join"]),
+            "natural" => Next::JoinWords(&["left", "right", "full", "inner", "cross", "join"]),
+            _ => Next::Any,
+        }
+    }
+
+    /// Whether the next word may be `word` (a prefix of it, if `growing`).
+    fn allows_word(self, word: &str, growing: bool) -> bool {
+        let words: &[&str] = match self {
+            Next::Any => return true,
+            Next::AfterTableAlias => &FOLLOWS_TABLE_ALIAS,
+            Next::JoinWords(words) => words,
+        };
+        if growing {
+            words.iter().any(|w| w.starts_with(word))
+        } else {
+            words.contains(&word)
+        }
+    }
+
+    /// Whether the next sign may be `c` (whitespace aside).
+    fn allows_sign(self, c: char) -> bool {
+        match self {
+            Next::Any => true,
+            Next::AfterTableAlias => matches!(c, ',' | ')'),
+            Next::JoinWords(_) => false,
+        }
+    }
+}
+
+/// The words that may follow a table's alias in a FROM: a join, its
+/// condition, or a clause that ends the FROM.
+const FOLLOWS_TABLE_ALIAS: [&str; 20] = [
+    "join",
+    "inner",
+    "left",
+    "right",
+    "full",
+    "cross",
+    "natural",
+    "on",
+    "using",
+    "indexed",
+    "not",
+    "where",
+    "group",
+    "order",
+    "having",
+    "limit",
+    "union",
+    "except",
+    "intersect",
+    "window",
 ];
 
 /// The names given with AS (column and table aliases) anywhere in the query.
@@ -1260,6 +1366,52 @@ mod tests {
         assert_eq!(
             verdicts(&["```sql\nSELECT Name, COUNT(Theme) FROM singer", " GROUP"]),
             [true, false]
+        );
+    }
+
+    #[test]
+    fn after_a_table_alias_the_from_continues_or_ends() {
+        // Theme is concert's: the FROM may not end at singer, and an alias
+        // is no way out of it.
+        let select = "```sql\nSELECT Name, Theme FROM singer";
+        assert_eq!(
+            verdicts(&[select, " UNORDERED", " BY"]),
+            [true, true, false]
+        );
+        assert_eq!(verdicts(&[select, " HAVIN", " Age"]), [true, true, false]);
+        assert_eq!(verdicts(&[select, " T1", " `x"]), [true, true, false]);
+        assert_eq!(verdicts(&[select, " T1", " 'x'"]), [true, true, false]);
+        assert_eq!(
+            verdicts(&[select, " AS T1", " J", "OIN concert"]),
+            [true, true, true, true]
+        );
+        assert_eq!(verdicts(&[select, " T1,", " concert"]), [true, true, true]);
+        // A join's keywords come in order.
+        assert_eq!(
+            verdicts(&[select, " HAVINGS LEFt", " 13"]),
+            [true, true, false]
+        );
+        assert_eq!(verdicts(&[select, " LEFT", " Age"]), [true, true, false]);
+        assert_eq!(
+            verdicts(&[select, " T1 LEFT", " OUTER", " JOIN concert"]),
+            [true; 4]
+        );
+        assert_eq!(verdicts(&[select, " NATURAL", " JOIN concert"]), [true; 3]);
+        // Join syntax where an alias could stand, and quoted aliases.
+        let from = "```sql\nSELECT Name FROM singer";
+        assert_eq!(
+            verdicts(&[from, " LEFT", " JOIN concert", " USING", " (Name)"]),
+            [true; 5]
+        );
+        assert_eq!(
+            verdicts(&[from, " \"the singers\"", " WHERE Age > 1"]),
+            [true; 3]
+        );
+        assert_eq!(verdicts(&[from, " T1 ", "ORDER BY Age"]), [true; 3]);
+        // A column alias is not a table's.
+        assert_eq!(
+            verdicts(&["```sql\nSELECT Name AS n", " FROM singer"]),
+            [true, true]
         );
     }
 
