@@ -11,9 +11,12 @@
 //! `(` follows it (a qualifier, possibly an alias bound later, or a
 //! function). Literals, quoted names, aliases being defined and numbers
 //! stay free. A FROM may not end (WHERE, GROUP BY, ..., a closing
-//! parenthesis or the query's end) while a column named bare before it is
-//! in none of its tables; a level that repeats the two around it (a
-//! loop) is refused. What cannot be ruled out yet
+//! parenthesis or the query's end) while a column named before it (bare,
+//! or under an alias of a table that lacks it) is in none of its tables,
+//! and after a table's alias only a join, a comma
+//! or a clause may follow (a join's keywords in order), so the FROM cannot
+//! be ended by a clause written as an alias; a level that repeats the two
+//! around it (a loop) is refused. What cannot be ruled out yet
 //! is allowed; the name repairs check the whole query afterwards.
 
 use super::sql_text::{pieces, table_aliases, Piece, CLAUSES_AFTER_FROM};
@@ -317,6 +320,7 @@ impl SchemaVocabulary {
                             let outer = scopes.last_mut().expect("a scope");
                             if !inner.from_seen && !outer.from_seen {
                                 outer.bare_columns.extend(inner.bare_columns);
+                                outer.qualified_columns.extend(inner.qualified_columns);
                             }
                         }
                     }
@@ -337,7 +341,11 @@ impl SchemaVocabulary {
             let growing = open && end == query.len();
             let judged = end >= new_from && !inside_quotes;
             if next != Next::Any && !inside_quotes {
-                if judged && !next.allows_word(&lower, growing) {
+                if judged
+                    && !next.allows_word(&lower, growing, || {
+                        !self.leaves_names_unbound(&scopes, with_query)
+                    })
+                {
                     return false;
                 }
                 next = Next::after_join_word(&lower);
@@ -356,6 +364,8 @@ impl SchemaVocabulary {
             }
             let scope = scopes.last_mut().expect("a scope");
             let slot = self.slot(&spans, i, scope.in_from, with_query);
+            // This word is the alias of the table just named in a FROM.
+            let mut binds_table_alias = false;
             match lower.as_str() {
                 "select" => *scope = Scope::opened_at(scope.opened_at),
                 "from" => {
@@ -379,7 +389,8 @@ impl SchemaVocabulary {
                         // `JOIN t USING`, `FROM t LEFT JOIN`: join syntax
                         // where an alias could stand.
                         next = match Next::after_join_word(&lower) {
-                            Next::Any if !FOLLOWS_TABLE_ALIAS.contains(&lower.as_str()) => {
+                            Next::Any if !JOIN_WORDS.contains(&lower.as_str()) => {
+                                binds_table_alias = true;
                                 Next::AfterTableAlias
                             }
                             join => join,
@@ -401,6 +412,12 @@ impl SchemaVocabulary {
                     if bare_column {
                         scope.bare_columns.push(lower.clone());
                     }
+                    if let Slot::ColumnOf(qualifier) = slot {
+                        if !scope.from_seen && !inside_quotes && self.columns.contains(&lower) {
+                            let qualifier = qualifier.to_lowercase();
+                            scope.qualified_columns.push((qualifier, lower.clone()));
+                        }
+                    }
                 }
             }
             // A number is a value, except where a column must stand.
@@ -418,7 +435,13 @@ impl SchemaVocabulary {
                 }
             };
             let ok = match slot {
-                Slot::NewAlias => true,
+                // A clause the FROM may not end with, spelt as an alias
+                // (`FROM t HAVIN x > 1`, `FROM t UNORDERED BY`).
+                Slot::NewAlias => {
+                    !(binds_table_alias
+                        && looks_like_a_clause(&lower)
+                        && self.leaves_names_unbound(&scopes, with_query))
+                }
                 // A WITH query or a subquery source brings names the schema
                 // lacks: nothing can be ruled out while the word grows.
                 Slot::Free if growing && (with_query || scopes.iter().any(|s| s.derived)) => true,
@@ -524,21 +547,25 @@ impl SchemaVocabulary {
     /// where every level's sources are tables already written, and only
     /// while the level joins fewer than [`MAX_JOINED_FOR_COVER`] tables, so
     /// a model that keeps joining the wrong tables is not held forever.
-    /// (A qualifier left unbound is not held: the repairs requalify it to
-    /// the joined table that has its column, or join that table.)
+    /// A qualified column counts where its qualifier is bound to a table
+    /// that lacks it (`SELECT T1.Engine_ID FROM performance AS T1`): the
+    /// model joins a table that has it, and the repairs requalify it. (A
+    /// qualifier left unbound is not held: the repairs join the table that
+    /// has its column.)
     fn leaves_names_unbound(&self, scopes: &[Scope], with_query: bool) -> bool {
         let here = scopes.last().expect("a scope");
         !self
-            .bare_columns_unbound(scopes, with_query, here.tables.len())
+            .columns_unbound(scopes, with_query, here.tables.len())
             .is_empty()
     }
 
-    /// The columns the innermost level named bare before its FROM that
-    /// neither the enclosing levels' tables nor the first `own_tables` of
-    /// its own bind; empty where the FROM rule does not hold (the FROM has
+    /// The columns the innermost level named before its FROM (bare, or
+    /// under a qualifier bound to a table that lacks them) that neither
+    /// the enclosing levels' tables nor the first `own_tables` of its own
+    /// bind; empty where the FROM rule does not hold (the FROM has
     /// ended, `own_tables` reached [`MAX_JOINED_FOR_COVER`], or a source
     /// is not a table written already).
-    fn bare_columns_unbound<'s>(
+    fn columns_unbound<'s>(
         &self,
         scopes: &'s [Scope],
         with_query: bool,
@@ -558,8 +585,22 @@ impl SchemaVocabulary {
             .filter_map(|t| self.tables.get(t))
             .flatten()
             .collect();
+        let misqualified = here
+            .qualified_columns
+            .iter()
+            .filter_map(|(qualifier, column)| {
+                let table = here
+                    .aliases
+                    .iter()
+                    .find(|(alias, _)| alias == qualifier)
+                    .map(|(_, table)| table)
+                    .or_else(|| here.tables.iter().find(|t| *t == qualifier))?;
+                let lacks = self.tables.get(table).is_some_and(|c| !c.contains(column));
+                lacks.then_some(column)
+            });
         here.bare_columns
             .iter()
+            .chain(misqualified)
             .filter(|c| !bound.contains(c))
             .collect()
     }
@@ -587,7 +628,7 @@ impl SchemaVocabulary {
         if count == 1 && !here.derived {
             return here.bare_columns.clone();
         }
-        self.bare_columns_unbound(scopes, with_query, count.saturating_sub(1))
+        self.columns_unbound(scopes, with_query, count.saturating_sub(1))
             .into_iter()
             .cloned()
             .collect()
@@ -668,6 +709,9 @@ struct Scope {
     from_ended: bool,
     /// Schema columns named bare before this level's FROM.
     bare_columns: Vec<String>,
+    /// Schema columns named before this level's FROM under a qualifier,
+    /// with it: `(t1, engine_id)`.
+    qualified_columns: Vec<(String, String)>,
 }
 
 impl Scope {
@@ -741,8 +785,8 @@ const CLAUSE_ENDS: [&str; 10] = [
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Next {
     Any,
-    /// After a table's alias: a word of `FOLLOWS_TABLE_ALIAS`, a comma or
-    /// a closing parenthesis.
+    /// After a table's alias: a join's word (`JOIN_WORDS`), a comma or a
+    /// closing parenthesis, or where the FROM may end, a clause.
     AfterTableAlias,
     /// Inside a join's keywords (`LEFT OUTER JOIN`): one of these words.
     JoinWords(&'static [&'static str]),
@@ -759,17 +803,22 @@ impl Next {
         }
     }
 
-    /// Whether the next word may be `word` (a prefix of it, if `growing`).
-    fn allows_word(self, word: &str, growing: bool) -> bool {
-        let words: &[&str] = match self {
-            Next::Any => return true,
-            Next::AfterTableAlias => &FOLLOWS_TABLE_ALIAS,
-            Next::JoinWords(words) => words,
+    /// Whether the next word may be `word` (a prefix of it, if
+    /// `growing`); `from_may_end` says whether a clause may end the FROM.
+    fn allows_word(self, word: &str, growing: bool, from_may_end: impl Fn() -> bool) -> bool {
+        let fits = |words: &[&str]| {
+            if growing {
+                words.iter().any(|w| w.starts_with(word))
+            } else {
+                words.contains(&word)
+            }
         };
-        if growing {
-            words.iter().any(|w| w.starts_with(word))
-        } else {
-            words.contains(&word)
+        match self {
+            Next::Any => true,
+            Next::AfterTableAlias => {
+                fits(&JOIN_WORDS) || (fits(&CLAUSES_AFTER_FROM) && from_may_end())
+            }
+            Next::JoinWords(words) => fits(words),
         }
     }
 
@@ -783,30 +832,20 @@ impl Next {
     }
 }
 
-/// The words that may follow a table's alias in a FROM: a join, its
-/// condition, or a clause that ends the FROM.
-const FOLLOWS_TABLE_ALIAS: [&str; 20] = [
-    "join",
-    "inner",
-    "left",
-    "right",
-    "full",
-    "cross",
-    "natural",
-    "on",
-    "using",
-    "indexed",
-    "not",
-    "where",
-    "group",
-    "order",
-    "having",
-    "limit",
-    "union",
-    "except",
-    "intersect",
-    "window",
+/// The words of a join and its condition, which may follow a table's
+/// alias, or stand where an alias could (`FROM t LEFT JOIN`).
+const JOIN_WORDS: [&str; 9] = [
+    "join", "inner", "left", "right", "full", "cross", "natural", "on", "using",
 ];
+
+/// Whether an alias reads as a clause misspelt: it holds one (`HAVINGS`,
+/// `UNORDERED`) or begins as one does (`HAVIN`, `HAVIGN`, `WHE`).
+fn looks_like_a_clause(alias: &str) -> bool {
+    alias.len() >= 3
+        && CLAUSES_AFTER_FROM
+            .iter()
+            .any(|clause| alias.contains(clause) || clause.get(..3) == alias.get(..3))
+}
 
 /// The names given with AS (column and table aliases) anywhere in the query.
 fn as_aliases(spans: &[(Piece<'_>, usize)]) -> HashSet<String> {
@@ -1343,6 +1382,21 @@ mod tests {
             verdicts(&["```sql\nSELECT T2.Theme FROM singer AS T1", " WHERE"]),
             [true, true]
         );
+        // One bound to a table that lacks its column is held like a bare
+        // column: the table that has it is joined, the repairs requalify.
+        // (The alias is bound after the word it qualifies has ended.)
+        let misqualified = ["```sql\nSELECT T1.Theme", " FROM", " singer AS T1"];
+        let after = |more: &[&str]| verdicts(&[&misqualified[..], more].concat());
+        assert_eq!(after(&[" WHERE"]), [true, true, true, false]);
+        assert_eq!(after(&[" JOIN stadium"]), [true, true, true, false]);
+        assert_eq!(
+            after(&[" JOIN concert AS T2 ON 1 = 1", " WHERE"]),
+            [true; 5]
+        );
+        assert_eq!(
+            verdicts(&["```sql\nSELECT T1.Age", " FROM", " singer AS T1", " WHERE"]),
+            [true; 4]
+        );
         // Four tables joined (written where the rule stood aside), the
         // FROM may end whatever it lacks.
         let mut joined = checker();
@@ -1374,11 +1428,9 @@ mod tests {
         // Theme is concert's: the FROM may not end at singer, and an alias
         // is no way out of it.
         let select = "```sql\nSELECT Name, Theme FROM singer";
-        assert_eq!(
-            verdicts(&[select, " UNORDERED", " BY"]),
-            [true, true, false]
-        );
-        assert_eq!(verdicts(&[select, " HAVIN", " Age"]), [true, true, false]);
+        assert_eq!(verdicts(&[select, " T1", " BY"]), [true, true, false]);
+        assert_eq!(verdicts(&[select, " T1", " HAVIN"]), [true, true, false]);
+        assert_eq!(verdicts(&[select, " T1", " NOT"]), [true, true, false]);
         assert_eq!(verdicts(&[select, " T1", " `x"]), [true, true, false]);
         assert_eq!(verdicts(&[select, " T1", " 'x'"]), [true, true, false]);
         assert_eq!(
@@ -1386,19 +1438,23 @@ mod tests {
             [true, true, true, true]
         );
         assert_eq!(verdicts(&[select, " T1,", " concert"]), [true, true, true]);
+        // Nor is a clause spelt as an alias.
+        for alias in [" HAVINGS", " UNORDERED", " Hav", " AS WHE"] {
+            assert_eq!(verdicts(&[select, alias]), [true, false], "{alias}");
+        }
         // A join's keywords come in order.
-        assert_eq!(
-            verdicts(&[select, " HAVINGS LEFt", " 13"]),
-            [true, true, false]
-        );
+        assert_eq!(verdicts(&[select, " T1 LEFt", " 13"]), [true, true, false]);
         assert_eq!(verdicts(&[select, " LEFT", " Age"]), [true, true, false]);
         assert_eq!(
             verdicts(&[select, " T1 LEFT", " OUTER", " JOIN concert"]),
             [true; 4]
         );
         assert_eq!(verdicts(&[select, " NATURAL", " JOIN concert"]), [true; 3]);
-        // Join syntax where an alias could stand, and quoted aliases.
+        // Where the FROM may end, a clause follows the alias, which may be
+        // any word; join syntax may stand where an alias could.
         let from = "```sql\nSELECT Name FROM singer";
+        assert_eq!(verdicts(&[from, " T1 ", "ORDER BY Age"]), [true; 3]);
+        assert_eq!(verdicts(&[from, " ord", " WHERE Age > 1"]), [true; 3]);
         assert_eq!(
             verdicts(&[from, " LEFT", " JOIN concert", " USING", " (Name)"]),
             [true; 5]
@@ -1407,7 +1463,6 @@ mod tests {
             verdicts(&[from, " \"the singers\"", " WHERE Age > 1"]),
             [true; 3]
         );
-        assert_eq!(verdicts(&[from, " T1 ", "ORDER BY Age"]), [true; 3]);
         // A column alias is not a table's.
         assert_eq!(
             verdicts(&["```sql\nSELECT Name AS n", " FROM singer"]),
