@@ -12,12 +12,12 @@
 //! function). Literals, quoted names, aliases being defined and numbers
 //! stay free. A FROM may not end (WHERE, GROUP BY, ..., a closing
 //! parenthesis or the query's end) while a column named before it (bare,
-//! or under an alias of a table that lacks it) is in none of its tables,
-//! and after a table's alias only a join, a comma
-//! or a clause may follow (a join's keywords in order), so the FROM cannot
-//! be ended by a clause written as an alias; a level that repeats the two
-//! around it (a loop) is refused. What cannot be ruled out yet
-//! is allowed; the name repairs check the whole query afterwards.
+//! or under an alias of a table that lacks it) is in none of its tables;
+//! after a table's alias only a join, a comma or a clause may follow (a
+//! join's keywords in order), so no clause written as an alias ends it. A
+//! level that repeats the two around it (a loop) is refused. What cannot
+//! be ruled out yet is allowed; the name repairs check the whole query
+//! afterwards.
 
 use super::sql_text::{pieces, table_aliases, Piece, CLAUSES_AFTER_FROM};
 use crate::db::Schema;
