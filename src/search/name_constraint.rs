@@ -288,8 +288,8 @@ impl SchemaVocabulary {
                         let here = at + offset;
                         // Inside a quoted alias, or its closing quote.
                         let in_quoted_alias =
-                            quoted.iter().any(|r| r.start < here && here <= r.end);
-                        if next != Next::Any && !c.is_whitespace() && !in_quoted_alias {
+                            || quoted.iter().any(|r| r.start < here && here <= r.end);
+                        if next != Next::Any && !c.is_whitespace() && !in_quoted_alias() {
                             if here >= new_from && !next.allows_sign(c) {
                                 return false;
                             }
