@@ -2,7 +2,7 @@
 //! well, and the comments carry row counts, descriptions and real example
 //! values. A size budget lowers the detail step by step until it fits.
 
-use super::schema::{quote_identifier, quote_literal, Schema, Table};
+use super::schema::{quote_identifier, quote_literal, Column, Schema, Table};
 use super::value::Value;
 use std::fmt::Write;
 
@@ -94,11 +94,11 @@ fn render_table(table: &Table, detail: Detail) -> String {
         if column.primary_key && primary_keys.len() == 1 {
             definition.push_str(" PRIMARY KEY");
         }
-        if let Some(fk) = table
+        let foreign_key = table
             .foreign_keys
             .iter()
-            .find(|fk| fk.column == column.name)
-        {
+            .find(|fk| fk.column == column.name);
+        if let Some(fk) = foreign_key {
             let target = fk
                 .foreign_column
                 .as_deref()
@@ -110,7 +110,13 @@ fn render_table(table: &Table, detail: Detail) -> String {
                 quote_identifier(&fk.foreign_table)
             );
         }
-        lines.push((definition, column_comment(column, detail)));
+        let is_key = column.primary_key || foreign_key.is_some();
+        let examples = if is_key && holds_generated_codes(column) {
+            0
+        } else {
+            detail.examples
+        };
+        lines.push((definition, column_comment(column, detail, examples)));
     }
     if primary_keys.len() > 1 {
         let keys: Vec<String> = primary_keys.iter().map(|k| quote_identifier(k)).collect();
@@ -129,7 +135,28 @@ fn render_table(table: &Table, detail: Detail) -> String {
     out
 }
 
-fn column_comment(column: &super::schema::Column, detail: Detail) -> String {
+/// Whether a column's example values are generated codes, every one a
+/// run of letters and digits (`'rec0akZnLLpGUloLH'`, `'PK-0012'`). Shown
+/// for a key, a model copies one in place of joining the row the question
+/// names (`WHERE link_to_event = 'rec0akZnLLpGUloLH'` for an event named
+/// in the question); a code a question may quote (`'AKO'`) or a number
+/// stays.
+fn holds_generated_codes(column: &Column) -> bool {
+    !column.examples.is_empty()
+        && column.examples.iter().all(|value| match value {
+            Value::Text(s) => {
+                s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                    && s.contains(|c: char| c.is_ascii_digit())
+                    && s.contains(|c: char| c.is_ascii_alphabetic())
+            }
+            _ => false,
+        })
+}
+
+/// The comment after a column's definition: its description, notes on its
+/// values, and up to `examples` example values.
+fn column_comment(column: &Column, detail: Detail, examples: usize) -> String {
     let mut parts = Vec::new();
     if let Some(description) = &column.description {
         if detail.description_chars > 0 && !description.eq_ignore_ascii_case(&column.name) {
@@ -141,11 +168,11 @@ fn column_comment(column: &super::schema::Column, detail: Detail) -> String {
             parts.push(cut(note, detail.value_note_chars));
         }
     }
-    if detail.examples > 0 && !column.examples.is_empty() {
+    if examples > 0 && !column.examples.is_empty() {
         let examples: Vec<String> = column
             .examples
             .iter()
-            .take(detail.examples)
+            .take(examples)
             .map(example_literal)
             .collect();
         parts.push(format!("e.g. {}", examples.join(", ")));
@@ -222,6 +249,36 @@ mod tests {
              name TEXT, -- the name of the thing; e.g. 'it''s'\n  \
              parent INTEGER REFERENCES t0(id) -- the parent of the thing\n);\n"
         );
+    }
+
+    #[test]
+    fn keys_holding_generated_codes_show_no_examples() {
+        let text = |s: &str| Value::Text(s.into());
+        let mut schema = schema(1);
+        let table = &mut schema.tables[0];
+        table.columns[0].examples = vec![text("rec0akZnLLpGUloLH"), text("recD078PnS3x2doBe")];
+        table.columns[1].examples = vec![text("rec0akZnLLpGUloLH")];
+        table.columns[2].examples = vec![text("PK-0012")];
+        let rendered = render_schema(&schema, 10_000);
+        assert!(
+            rendered.contains("id INTEGER PRIMARY KEY, -- the id of the thing\n"),
+            "{rendered}"
+        );
+        assert!(
+            rendered.contains("REFERENCES t0(id) -- the parent of the thing\n"),
+            "{rendered}"
+        );
+        // Not a key: its values may be what a question quotes.
+        assert!(rendered.contains("e.g. 'rec0akZnLLpGUloLH'"), "{rendered}");
+
+        for kept in ["AKO", "2020-03-10T12:00:00", "Women's Soccer"] {
+            schema.tables[0].columns[0].examples = vec![text(kept)];
+            let rendered = render_schema(&schema, 10_000);
+            assert!(
+                rendered.contains(&example_literal(&text(kept))),
+                "{rendered}"
+            );
+        }
     }
 
     #[test]
