@@ -56,3 +56,27 @@ fn renders_within_budget_and_keeps_keys() {
     assert!(small.chars().count() <= full.chars().count() / 2);
     assert!(small.contains("REFERENCES"), "{small}");
 }
+
+#[test]
+fn keys_of_generated_codes_are_shown_without_examples() {
+    let schema = Schema::load(&student_club(), &IntrospectOptions::default()).unwrap();
+    let text = render_schema(&schema, 100_000);
+    let line = |start: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(start))
+            .unwrap_or_else(|| panic!("no line {start} in {text}"))
+            .to_string()
+    };
+    // Record ids such as 'rec0akZnLLpGUloLH', on both ends of a key.
+    assert!(
+        !line("event_id TEXT PRIMARY KEY").contains("e.g."),
+        "{text}"
+    );
+    assert!(
+        !line("link_to_event TEXT REFERENCES").contains("e.g."),
+        "{text}"
+    );
+    // Names and categories keep theirs.
+    assert!(line("event_name TEXT").contains("e.g. '"), "{text}");
+    assert!(line("status TEXT").contains("e.g. 'Open'"), "{text}");
+}
