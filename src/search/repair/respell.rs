@@ -4,7 +4,9 @@
 //! with a footnote mark) is given the stored spelling, when exactly one
 //! stored value of that column is the written one apart from case or holds
 //! it as whole words. Tables read from documents often qualify their cells
-//! so; a small model copies the question's words.
+//! so; a small model copies the question's words. A value another column
+//! holds moves the comparison there, and a key compared with the name of
+//! the row it refers to looks that row up.
 
 use super::{kept_if_it_finds_a_value, SchemaNames};
 use crate::db::{quote_identifier, quote_literal, Executor, QueryResult, Value};
@@ -47,6 +49,10 @@ impl SchemaNames {
             {
                 texts[comparison.column] = other;
                 changed = true;
+            } else if let Some(keys) = self.keys_of_row_named(executor, table, column, &written) {
+                texts[comparison.column + 1] = " IN ".to_string();
+                texts[comparison.literal] = keys;
+                changed = true;
             }
         }
         if !changed {
@@ -70,6 +76,31 @@ impl SchemaNames {
             .filter(|c| holds(executor, table, c, written) == Some(true));
         let only = holding.next()?;
         holding.next().is_none().then(|| quote_identifier(only))
+    }
+
+    /// For a key `table.column` that refers to another table, the keys of
+    /// that table's rows named `written` in the one column of it that holds
+    /// the text (`(SELECT event_id FROM event WHERE event_name = 'Women''s
+    /// Soccer')`): a model compares the key with the row's name instead of
+    /// joining the row.
+    fn keys_of_row_named(
+        &self,
+        executor: &Executor,
+        table: &str,
+        column: &str,
+        written: &str,
+    ) -> Option<String> {
+        let link = self.keys.iter().find(|link| {
+            link.table.eq_ignore_ascii_case(table) && link.column.eq_ignore_ascii_case(column)
+        })?;
+        let named =
+            self.other_column_holding(executor, &link.other, &link.other_column, written)?;
+        Some(format!(
+            "(SELECT {} FROM {} WHERE {named} = {})",
+            quote_identifier(&link.other_column),
+            quote_identifier(&link.other),
+            quote_literal(written)
+        ))
     }
 
     /// The one table among the query's `bound` ones that has `column`.
@@ -238,6 +269,28 @@ mod tests {
             respelled("SELECT athlete FROM medals WHERE nation = 'japan (jpn)'").unwrap(),
             "SELECT athlete FROM medals WHERE nation = 'Japan (JPN)'"
         );
+    }
+
+    #[test]
+    fn a_key_compared_with_a_name_looks_up_the_named_row() {
+        let (_dir, executor, names) = crate::search::repair::database_from(
+            "CREATE TABLE event (event_id TEXT PRIMARY KEY, event_name TEXT, type TEXT);
+             CREATE TABLE attendance (link_to_event TEXT REFERENCES event(event_id), member TEXT);
+             INSERT INTO event VALUES ('rec1', 'Women''s Soccer', 'Game'), ('rec2', 'Meeting', 'Meeting');
+             INSERT INTO attendance VALUES ('rec1', 'Ann'), ('rec1', 'Bo'), ('rec2', 'Ann');",
+        );
+        let sql =
+            "SELECT COUNT(*) FROM attendance AS T2 WHERE T2.link_to_event = 'Women''s Soccer'";
+        let (fixed, result) = names.respell(&executor, sql).unwrap();
+        assert_eq!(
+            fixed,
+            "SELECT COUNT(*) FROM attendance AS T2 WHERE T2.link_to_event IN \
+             (SELECT event_id FROM event WHERE event_name = 'Women''s Soccer')"
+        );
+        assert_eq!(result.rows, vec![vec![Value::Integer(2)]]);
+        // Two columns of the row hold it: no single name, no change.
+        let sql = "SELECT member FROM attendance WHERE link_to_event = 'Meeting'";
+        assert!(names.respell(&executor, sql).is_none());
     }
 
     #[test]
