@@ -72,7 +72,9 @@ impl Engine {
             annotation.attempts += 1;
             let cut = completion.finish_reason != crate::llm::FinishReason::Stop;
             let ran = self.executor.query(&written);
-            let (sql, outcome) = match self.names.mend(&self.executor, &written, &ran, cut) {
+            let asked = super::repair::asked(question, hint);
+            let (sql, outcome) = match self.names.mend(&self.executor, &written, &ran, cut, &asked)
+            {
                 Some((fixed, result)) => (fixed, Ok(result)),
                 None => (written, ran),
             };

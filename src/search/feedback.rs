@@ -27,7 +27,7 @@ impl Engine {
     /// that runs with a value, or None.
     pub(super) fn correct_by_feedback(
         &self,
-        question: &str,
+        (question, hint): (&str, Option<&str>),
         mut messages: Vec<ChatMessage>,
         (sql, outcome): (&str, &QueryOutcome),
         rounds: usize,
@@ -64,7 +64,7 @@ impl Engine {
                 return Ok(None);
             };
             let (written, ran) =
-                self.run_written(question, &written, &mut written_functions, trace)?;
+                self.run_written((question, hint), &written, &mut written_functions, trace)?;
             trace.candidates.push(CandidateRecord {
                 sql: written.clone(),
                 execution: Execution::from_outcome(&ran),

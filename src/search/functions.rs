@@ -43,12 +43,13 @@ impl Engine {
     /// wrong, with its functions written when it calls any.
     pub(super) fn run_written(
         &self,
-        question: &str,
+        (question, hint): (&str, Option<&str>),
         sql: &str,
         written: &mut Written,
         trace: &mut Trace,
     ) -> Result<(String, QueryOutcome)> {
-        let (sql, outcome) = self.names.query_or_fix(&self.executor, sql);
+        let asked = super::repair::asked(question, hint);
+        let (sql, outcome) = self.names.query_or_fix(&self.executor, sql, &asked);
         Ok(self
             .supply_functions_traced(question, &sql, &outcome, written, trace)?
             .unwrap_or((sql, outcome)))

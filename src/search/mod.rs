@@ -401,6 +401,7 @@ impl Engine {
             .collect();
         let written: Vec<&str> = answered.iter().map(|(_, sql, _)| sql.as_str()).collect();
         let ran = self.executor.query_many(&written);
+        let asked = repair::asked(question, hint);
         // A query cut off mid-way is ended where it last could be, a
         // misspelt or misplaced name with one clearly right replacement is
         // fixed, when the result runs, and a join on columns that never
@@ -409,7 +410,7 @@ impl Engine {
             .iter()
             .zip(ran)
             .map(|((_, sql, cut), outcome)| {
-                match self.names.mend(&self.executor, sql, &outcome, *cut) {
+                match self.names.mend(&self.executor, sql, &outcome, *cut, &asked) {
                     Some((fixed, result)) => (fixed, Ok(result)),
                     None => (sql.clone(), outcome),
                 }
@@ -436,7 +437,7 @@ impl Engine {
                         trace.calls.push(call);
                         if let Some(written) = written {
                             let (sql, ran) = self.run_written(
-                                question,
+                                (question, hint),
                                 &written,
                                 &mut written_functions,
                                 &mut trace,
@@ -472,7 +473,7 @@ impl Engine {
         if let Some(i) = chosen.winner.filter(|_| !chosen_has_value) {
             let rounds = self.config.feedback_rounds;
             let corrected = self.correct_by_feedback(
-                question,
+                (question, hint),
                 messages,
                 (&sqls[i], &outcomes[i]),
                 rounds,

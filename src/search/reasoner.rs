@@ -384,10 +384,11 @@ impl Reasoner<'_> {
         let Some(original) = step.output.as_ref().and_then(|o| o.sql.clone()) else {
             return step;
         };
+        let asked = super::repair::asked(&self.context.question, self.context.hint.as_deref());
         let fixed = step.execution.as_ref().and_then(|outcome| {
             self.context
                 .names
-                .mend(self.executor, &original, outcome, cut)
+                .mend(self.executor, &original, outcome, cut, &asked)
         });
         if let Some((fixed, result)) = fixed {
             let output = step.output.as_mut().expect("checked above");

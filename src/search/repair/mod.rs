@@ -22,6 +22,7 @@ mod meeting;
 mod redecode;
 mod respell;
 mod syntax;
+mod unasked;
 
 use super::sql_text::{
     columns_under, dot_between, join_split_name, name_in_query, outer_table_aliases, pieces,
@@ -71,6 +72,15 @@ fn kept_if_it_finds_a_value(
 ) -> Option<(String, Arc<QueryResult>)> {
     let result = executor.query(&sql).ok()?;
     result.digest.has_non_null().then_some((sql, result))
+}
+
+/// A question with its hint, the text in which a filter's value must appear
+/// for the no-value repairs to keep the filter.
+pub fn asked(question: &str, hint: Option<&str>) -> String {
+    match hint {
+        Some(hint) => format!("{question}\n{hint}"),
+        None => question.to_string(),
+    }
 }
 
 /// The table and column names of a database, and its foreign keys.
@@ -377,9 +387,14 @@ impl SchemaNames {
     /// `sql` executed and, when it fails, fixed until it runs, or when it
     /// finds no value, rejoined (`rejoin`): the query that ran (else `sql`)
     /// and its outcome.
-    pub fn query_or_fix(&self, executor: &Executor, sql: &str) -> (String, QueryOutcome) {
+    pub fn query_or_fix(
+        &self,
+        executor: &Executor,
+        sql: &str,
+        asked: &str,
+    ) -> (String, QueryOutcome) {
         let outcome = executor.query(sql);
-        match self.mend(executor, sql, &outcome, false) {
+        match self.mend(executor, sql, &outcome, false, asked) {
             Some((fixed, result)) => (fixed, Ok(result)),
             None => (sql.to_string(), outcome),
         }
@@ -387,20 +402,24 @@ impl SchemaNames {
 
     /// `sql`, which ran to `outcome`, mended when that outcome falls short:
     /// a failed query fixed until it runs (`fix_until_it_runs`, `cut` as
-    /// there), one that found no value rejoined (`rejoin`) or else
-    /// respelled (`respell`). None when it needs no mending or none works.
+    /// there), one that found no value rejoined (`rejoin`), else
+    /// respelled (`respell`), else rid of a filter on a text the question
+    /// and hint, `asked`, never mention (`unasked`). None when it needs no
+    /// mending or none works.
     pub fn mend(
         &self,
         executor: &Executor,
         sql: &str,
         outcome: &QueryOutcome,
         cut: bool,
+        asked: &str,
     ) -> Option<(String, Arc<QueryResult>)> {
         match outcome {
             Err(e) => self.fix_until_it_runs(executor, sql, &e.to_string(), cut),
             Ok(result) if !result.digest.has_non_null() => self
                 .rejoin(executor, sql)
-                .or_else(|| self.respell(executor, sql)),
+                .or_else(|| self.respell(executor, sql))
+                .or_else(|| unasked::drop_unasked_filter(executor, sql, asked)),
             Ok(_) => None,
         }
     }

@@ -1,0 +1,192 @@
+//! A query that found no value because it filters on a text the question
+//! never mentions (`event_status = 'Open'` in a query for "the budget of
+//! the October Speaker event"): a small model adds a condition on a value
+//! it saw among a column's examples, or on one it made up. One such
+//! condition among the WHERE clause's AND-ed ones is dropped, the first
+//! whose dropping lets the query find a value. A text the question (or
+//! its hint) holds, apart from case and LIKE's `%`, stays.
+
+use super::super::sql_text::{is_dot, pieces, unquote, Piece, CLAUSES_AFTER_FROM};
+use super::kept_if_it_finds_a_value;
+use crate::db::{Executor, QueryResult};
+use std::ops::Range;
+use std::sync::Arc;
+
+/// `sql`, which found no value, without the first AND-ed condition of a
+/// WHERE clause that compares a column with a text `asked` does not
+/// mention and whose dropping makes it find a value, and its result.
+pub(super) fn drop_unasked_filter(
+    executor: &Executor,
+    sql: &str,
+    asked: &str,
+) -> Option<(String, Arc<QueryResult>)> {
+    let pieces = pieces(sql);
+    let asked = asked.to_lowercase();
+    unasked_conditions(&pieces, &asked)
+        .into_iter()
+        .find_map(|dropped| {
+            let text: String = pieces
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !dropped.contains(i))
+                .map(|(_, p)| p.text())
+                .collect();
+            kept_if_it_finds_a_value(executor, text)
+        })
+}
+
+fn is_space(piece: Option<&Piece<'_>>) -> bool {
+    matches!(piece, Some(Piece::Other(t)) if t.trim().is_empty())
+}
+
+fn is_word(piece: Option<&Piece<'_>>, word: &str) -> bool {
+    matches!(piece, Some(Piece::Word(w)) if w.eq_ignore_ascii_case(word))
+}
+
+/// The pieces to leave out for each condition `[q.]column = 'text'` or
+/// `[q.]column LIKE 'text'` that is one of a WHERE clause's AND-ed
+/// conditions and whose text `asked` (lower case) does not hold.
+fn unasked_conditions(pieces: &[Piece<'_>], asked: &str) -> Vec<Range<usize>> {
+    let mut ranges = Vec::new();
+    for (at, piece) in pieces.iter().enumerate() {
+        let Piece::Other(literal) = piece else {
+            continue;
+        };
+        if !literal.starts_with('\'') {
+            continue;
+        }
+        let text = unquote(literal).trim_matches('%').to_lowercase();
+        if text.trim().is_empty() || asked.contains(&text) {
+            continue;
+        }
+        let column = match at.checked_sub(1).map(|i| &pieces[i]) {
+            Some(Piece::Other(op)) if op.trim() == "=" => at.checked_sub(2),
+            _ if is_space(at.checked_sub(1).map(|i| &pieces[i]))
+                && is_word(at.checked_sub(2).map(|i| &pieces[i]), "like") =>
+            {
+                at.checked_sub(4).filter(|&i| is_space(pieces.get(i + 1)))
+            }
+            _ => None,
+        };
+        let Some(column) = column.filter(|&i| matches!(pieces[i], Piece::Word(_))) else {
+            continue;
+        };
+        let qualified = column >= 2
+            && is_dot(&pieces[column - 1])
+            && matches!(pieces[column - 2], Piece::Word(_));
+        let start = if qualified { column - 2 } else { column };
+        if start < 2 || !is_space(pieces.get(start - 1)) {
+            continue;
+        }
+        let joined_by_and = is_word(pieces.get(start - 2), "and");
+        if !joined_by_and && !is_word(pieces.get(start - 2), "where") {
+            continue;
+        }
+        // What follows the condition: another AND-ed one, the end of the
+        // WHERE clause, or nothing.
+        let next = (at + 1..pieces.len()).find(|&i| !is_space(pieces.get(i)));
+        let and_follows = next.is_some_and(|i| is_word(pieces.get(i), "and"));
+        let clause_ends = match next.map(|i| &pieces[i]) {
+            None => true,
+            Some(Piece::Other(t)) => t.trim_start().starts_with([')', ';']),
+            Some(Piece::Word(w)) => CLAUSES_AFTER_FROM
+                .iter()
+                .any(|c| *c != "where" && w.eq_ignore_ascii_case(c)),
+        };
+        if !and_follows && !clause_ends {
+            continue;
+        }
+        // The space before the AND or WHERE goes with it; after WHERE the
+        // next condition's AND goes instead.
+        let before = if is_space(pieces.get(start.saturating_sub(3))) {
+            start - 3
+        } else {
+            start - 2
+        };
+        ranges.push(match (joined_by_and, next) {
+            (false, Some(and)) if and_follows => start..and + 2,
+            _ => before..at + 1,
+        });
+    }
+    ranges
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget() -> (tempfile::TempDir, Executor) {
+        let (dir, executor, _) = crate::search::repair::database_from(
+            "CREATE TABLE budget (category TEXT, event_status TEXT, event TEXT, amount INTEGER);
+             INSERT INTO budget VALUES ('Food', 'Closed', 'October Speaker', 50),
+               ('Parking', 'Closed', 'October Speaker', 20), ('Food', 'Open', 'April Meeting', 10);",
+        );
+        (dir, executor)
+    }
+
+    fn dropped(sql: &str, asked: &str) -> Option<String> {
+        let (_dir, executor) = budget();
+        drop_unasked_filter(&executor, sql, asked).map(|(fixed, _)| fixed)
+    }
+
+    #[test]
+    fn a_filter_on_a_text_the_question_never_mentions_is_dropped() {
+        let asked = "What is the total budget of the October Speaker event?";
+        assert_eq!(
+            dropped(
+                "SELECT SUM(amount) FROM budget WHERE event_status = 'Open' AND event = 'October Speaker'",
+                asked
+            )
+            .as_deref(),
+            Some("SELECT SUM(amount) FROM budget WHERE event = 'October Speaker'")
+        );
+        assert_eq!(
+            dropped(
+                "SELECT SUM(T.amount) FROM budget AS T WHERE T.event = 'October Speaker' AND T.event_status LIKE '%Open%' GROUP BY T.event",
+                asked
+            )
+            .as_deref(),
+            Some("SELECT SUM(T.amount) FROM budget AS T WHERE T.event = 'October Speaker' GROUP BY T.event")
+        );
+        assert_eq!(
+            dropped("SELECT amount FROM budget WHERE category = 'Travel'", asked).as_deref(),
+            Some("SELECT amount FROM budget")
+        );
+    }
+
+    #[test]
+    fn mentioned_texts_alternatives_and_filters_that_leave_nothing_stay() {
+        let asked = "What did the April Meeting spend on parking?";
+        // Both texts are in the question (apart from case).
+        assert_eq!(
+            dropped(
+                "SELECT amount FROM budget WHERE event = 'April Meeting' AND category = 'Parking'",
+                asked
+            ),
+            None
+        );
+        assert_eq!(
+            dropped(
+                "SELECT amount FROM budget WHERE category = 'Budget'",
+                "the budget?"
+            ),
+            None
+        );
+        // One side of an OR, or a condition inside parentheses, is no
+        // AND-ed condition of the WHERE clause.
+        for sql in [
+            "SELECT amount FROM budget WHERE event = 'x' OR category = 'y'",
+            "SELECT amount FROM budget WHERE (category = 'y') AND event = 'April Meeting'",
+        ] {
+            assert_eq!(dropped(sql, "how much?"), None, "{sql}");
+        }
+        // Dropping the filter still finds nothing.
+        assert_eq!(
+            dropped(
+                "SELECT amount FROM budget WHERE event = 'April Meeting' AND category = 'Other' AND amount > 100",
+                asked
+            ),
+            None
+        );
+    }
+}
