@@ -12,8 +12,10 @@
 //! (`redecode`). A query whose text ended too soon is ended where it last
 //! could be (`cut`). A type cast inside another call, or a filter joined
 //! to the FROM clause by AND, is mended (`syntax`). A query that finds no
-//! value is joined on columns that meet (`meeting`) or given the stored
-//! spelling of a value it compares a column with (`respell`).
+//! value is joined on columns that meet (`meeting`), given the stored
+//! spelling of a value it compares a column with or the row a key's
+//! compared name belongs to (`respell`), or rid of a filter on a text the
+//! question never mentions (`unasked`).
 
 mod cut;
 mod grouping;
