@@ -380,7 +380,7 @@ pub(super) fn is_dot(piece: &Piece<'_>) -> bool {
     matches!(piece, Piece::Other(t) if t.trim_matches(|c| c == '"' || c == '`') == ".")
 }
 
-fn is_word_piece(piece: &Piece<'_>, word: &str) -> bool {
+pub(super) fn is_word_piece(piece: &Piece<'_>, word: &str) -> bool {
     matches!(piece, Piece::Word(w) if w.eq_ignore_ascii_case(word))
 }
 

@@ -6,7 +6,7 @@
 //! whose dropping lets the query find a value. A text the question (or
 //! its hint) holds, apart from case and LIKE's `%`, stays.
 
-use super::super::sql_text::{is_dot, pieces, unquote, Piece, CLAUSES_AFTER_FROM};
+use super::super::sql_text::{is_dot, is_word_piece, pieces, unquote, Piece, CLAUSES_AFTER_FROM};
 use super::kept_if_it_finds_a_value;
 use crate::db::{Executor, QueryResult};
 use std::ops::Range;
@@ -40,7 +40,7 @@ fn is_space(piece: Option<&Piece<'_>>) -> bool {
 }
 
 fn is_word(piece: Option<&Piece<'_>>, word: &str) -> bool {
-    matches!(piece, Some(Piece::Word(w)) if w.eq_ignore_ascii_case(word))
+    piece.is_some_and(|p| is_word_piece(p, word))
 }
 
 /// The pieces to leave out for each condition `[q.]column = 'text'` or
