@@ -17,6 +17,7 @@
 //! compared name belongs to (`respell`), or rid of a filter on a text the
 //! question never mentions (`unasked`).
 
+mod comparison;
 mod cut;
 mod grouping;
 mod join;

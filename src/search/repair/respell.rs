@@ -8,9 +8,10 @@
 //! holds moves the comparison there, and a key compared with the name of
 //! the row it refers to looks that row up.
 
+use super::comparison::{comparisons, Operator};
 use super::{kept_if_it_finds_a_value, SchemaNames};
 use crate::db::{quote_identifier, quote_literal, Executor, QueryResult, Value};
-use crate::search::sql_text::{is_dot, pieces, table_aliases, table_bound_to, unquote, Piece};
+use crate::search::sql_text::{pieces, table_aliases, table_bound_to, unquote};
 use std::sync::Arc;
 
 /// Stored values read per probe at most: more than one that fits is
@@ -28,7 +29,10 @@ impl SchemaNames {
         let bound = table_aliases(sql);
         let mut texts: Vec<String> = pieces.iter().map(|p| p.text().to_string()).collect();
         let mut changed = false;
-        for comparison in comparisons(&pieces) {
+        let equalities = comparisons(&pieces)
+            .into_iter()
+            .filter(|c| c.operator == Operator::Equals);
+        for comparison in equalities {
             let column = pieces[comparison.column].text();
             let table = match comparison.qualifier {
                 Some(q) => table_bound_to(&bound, pieces[q].text()),
@@ -114,33 +118,6 @@ impl SchemaNames {
             .all(|t| t.eq_ignore_ascii_case(first))
             .then_some(first)
     }
-}
-
-/// The pieces of one `[qualifier.]column = 'text'`.
-struct Comparison {
-    qualifier: Option<usize>,
-    column: usize,
-    literal: usize,
-}
-
-/// Every comparison of a column with a string literal by `=`.
-fn comparisons(pieces: &[Piece<'_>]) -> Vec<Comparison> {
-    let is_word = |i: usize| matches!(pieces.get(i), Some(Piece::Word(_)));
-    let is_equals = |i: usize| matches!(pieces.get(i), Some(Piece::Other(t)) if t.trim() == "=");
-    let is_literal =
-        |i: usize| matches!(pieces.get(i), Some(Piece::Other(t)) if t.starts_with('\''));
-    (0..pieces.len())
-        .filter(|&i| is_word(i) && is_equals(i + 1) && is_literal(i + 2))
-        .map(|column| {
-            let qualified =
-                column >= 2 && pieces.get(column - 1).is_some_and(is_dot) && is_word(column - 2);
-            Comparison {
-                qualifier: qualified.then(|| column - 2),
-                column,
-                literal: column + 2,
-            }
-        })
-        .collect()
 }
 
 /// Whether `table.column` holds `written` as written; None when the probe

@@ -6,7 +6,8 @@
 //! whose dropping lets the query find a value. A text the question (or
 //! its hint) holds, apart from case and LIKE's `%`, stays.
 
-use super::super::sql_text::{is_dot, is_word_piece, pieces, unquote, Piece, CLAUSES_AFTER_FROM};
+use super::super::sql_text::{is_word_piece, pieces, unquote, Piece, CLAUSES_AFTER_FROM};
+use super::comparison::comparisons;
 use super::kept_if_it_finds_a_value;
 use crate::db::{Executor, QueryResult};
 use std::ops::Range;
@@ -48,33 +49,13 @@ fn is_word(piece: Option<&Piece<'_>>, word: &str) -> bool {
 /// conditions and whose text `asked` (lower case) does not hold.
 fn unasked_conditions(pieces: &[Piece<'_>], asked: &str) -> Vec<Range<usize>> {
     let mut ranges = Vec::new();
-    for (at, piece) in pieces.iter().enumerate() {
-        let Piece::Other(literal) = piece else {
-            continue;
-        };
-        if !literal.starts_with('\'') {
-            continue;
-        }
-        let text = unquote(literal).trim_matches('%').to_lowercase();
+    for comparison in comparisons(pieces) {
+        let at = comparison.literal;
+        let text = unquote(pieces[at].text()).trim_matches('%').to_lowercase();
         if text.trim().is_empty() || asked.contains(&text) {
             continue;
         }
-        let column = match at.checked_sub(1).map(|i| &pieces[i]) {
-            Some(Piece::Other(op)) if op.trim() == "=" => at.checked_sub(2),
-            _ if is_space(at.checked_sub(1).map(|i| &pieces[i]))
-                && is_word(at.checked_sub(2).map(|i| &pieces[i]), "like") =>
-            {
-                at.checked_sub(4).filter(|&i| is_space(pieces.get(i + 1)))
-            }
-            _ => None,
-        };
-        let Some(column) = column.filter(|&i| matches!(pieces[i], Piece::Word(_))) else {
-            continue;
-        };
-        let qualified = column >= 2
-            && is_dot(&pieces[column - 1])
-            && matches!(pieces[column - 2], Piece::Word(_));
-        let start = if qualified { column - 2 } else { column };
+        let start = comparison.start();
         if start < 2 || !is_space(pieces.get(start - 1)) {
             continue;
         }
