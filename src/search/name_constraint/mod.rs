@@ -32,7 +32,7 @@ use join_syntax::{looks_like_a_clause, Next, JOIN_WORDS};
 use spans::{as_aliases, quoted_ranges};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use words::{FUNCTIONS, KEYWORDS, TYPES};
+use words::{is_sql_word, FUNCTIONS, KEYWORDS, TYPES};
 
 /// Characters SQLite reads as no token outside a literal or quoted name
 /// (`^` is a small model's power operator).
@@ -362,7 +362,7 @@ impl SchemaVocabulary {
             // that holds the name.
             if judged
                 && CLAUSES_AFTER_FROM.contains(&lower.as_str())
-                && self.leaves_names_unbound(&scopes, with_query)
+                && (self.leaves_names_unbound(&scopes, with_query) || names_without_from(&scopes))
             {
                 return false;
             }
@@ -444,10 +444,14 @@ impl SchemaVocabulary {
             let ok = match slot {
                 // A clause the FROM may not end with, spelt as an alias
                 // (`FROM t HAVIN x > 1`, `FROM t UNORDERED BY`).
+                // A keyword as a table's alias stands for a clause or join
+                // the model forgot (`FROM t EXPLAIN LEFT JOIN u`), and
+                // leaves the table's name unusable as a qualifier.
                 Slot::NewAlias => {
                     !(binds_table_alias
-                        && looks_like_a_clause(&lower)
-                        && self.leaves_names_unbound(&scopes, with_query))
+                        && (is_sql_word(&lower)
+                            || looks_like_a_clause(&lower)
+                                && self.leaves_names_unbound(&scopes, with_query)))
                 }
                 // A WITH query or a subquery source brings names the schema
                 // lacks: nothing can be ruled out while the word grows.
@@ -546,7 +550,8 @@ impl SchemaVocabulary {
                 return false;
             }
         }
-        !(closes_now && self.leaves_names_unbound(&scopes, with_query))
+        !(closes_now
+            && (self.leaves_names_unbound(&scopes, with_query) || names_without_from(&scopes)))
     }
 
     /// Whether the innermost level is ending its FROM while a column it
@@ -728,6 +733,19 @@ impl Scope {
             ..Scope::default()
         }
     }
+}
+
+/// Whether the query's outer level has named a column but written no
+/// FROM: it may neither end nor go on to a clause that follows a FROM
+/// (`SELECT SUM(T1.Total_Passengers) * 100` ends where the model forgot
+/// its tables). Inner levels are left alone: a call's parentheses and a
+/// window's `OVER (ORDER BY x)` name columns without a FROM.
+fn names_without_from(scopes: &[Scope]) -> bool {
+    let [outer] = scopes else {
+        return false;
+    };
+    let named = !outer.bare_columns.is_empty() || !outer.qualified_columns.is_empty();
+    named && !outer.from_seen
 }
 
 /// Whether the word ending at `end` repeats the levels around it, as a

@@ -402,6 +402,39 @@ fn after_a_table_alias_the_from_continues_or_ends() {
         verdicts(&["```sql\nSELECT Name AS n", " FROM singer"]),
         [true, true]
     );
+    // A keyword is no table's alias, even where the FROM may end.
+    for alias in ["\nEXPLAIN", " AS explain", " in", " Pragma"] {
+        assert_eq!(verdicts(&[from, alias]), [true, false], "{alias}");
+    }
+    assert_eq!(verdicts(&[from, " ex", " WHERE Age > 1"]), [true; 3]);
+}
+
+#[test]
+fn a_query_that_names_columns_ends_only_after_a_from() {
+    let select = "```sql\nSELECT SUM(T1.Age) * 100";
+    assert_eq!(verdicts(&[select, "\n```"]), [true, false]);
+    assert_eq!(verdicts(&[select, ";"]), [true, false]);
+    assert_eq!(verdicts(&["```sql\nSELECT Name", " WHERE"]), [true, false]);
+    assert_eq!(
+        verdicts(&[select, " FROM singer AS T1", ";\n```"]),
+        [true; 3]
+    );
+    // A query of values alone needs no FROM; nor does a call's or a
+    // window's inner level.
+    assert_eq!(verdicts(&["```sql\nSELECT 1 + 2 AS n", ";"]), [true; 2]);
+    assert_eq!(
+        verdicts(&[
+            "```sql\nSELECT Name, RANK() OVER (ORDER BY Age",
+            ") FROM singer;"
+        ]),
+        [true; 2]
+    );
+    // A bare query ended by the model is held the same way.
+    let mut bare = checker();
+    bare.push("SELECT Name");
+    assert!(!bare.allows_end());
+    bare.push(" FROM singer");
+    assert!(bare.allows_end());
 }
 
 #[test]
