@@ -14,10 +14,11 @@
 //! parenthesis or the query's end) while a column named before it (bare,
 //! or under an alias of a table that lacks it) is in none of its tables;
 //! after a table's alias only a join, a comma or a clause may follow (a
-//! join's keywords in order), so no clause written as an alias ends it. A
-//! level that repeats the two around it (a loop) is refused. What cannot
-//! be ruled out yet is allowed; the name repairs check the whole query
-//! afterwards.
+//! join's keywords in order), so no clause written as an alias ends it,
+//! and no SQL keyword is a table's alias. A query that named a column
+//! may not end without a FROM. A level that repeats the two around it (a
+//! loop) is refused. What cannot be ruled out yet is allowed; the name
+//! repairs check the whole query afterwards.
 
 mod join_syntax;
 mod spans;
