@@ -360,10 +360,17 @@ impl SchemaVocabulary {
             }
             // A FROM may end only once it binds what the level named
             // before it: refused, the model goes on to join the table
-            // that holds the name.
+            // that holds the name. Before any FROM, a clause's word may
+            // still grow into a column (` order` `_date`).
+            let clause_without_from = names_without_from(&scopes)
+                && !(growing
+                    && self
+                        .columns
+                        .iter()
+                        .any(|c| c.len() > lower.len() && c.starts_with(&lower)));
             if judged
                 && CLAUSES_AFTER_FROM.contains(&lower.as_str())
-                && (self.leaves_names_unbound(&scopes, with_query) || names_without_from(&scopes))
+                && (self.leaves_names_unbound(&scopes, with_query) || clause_without_from)
             {
                 return false;
             }
@@ -447,10 +454,11 @@ impl SchemaVocabulary {
                 // (`FROM t HAVIN x > 1`, `FROM t UNORDERED BY`).
                 // A keyword as a table's alias stands for a clause or join
                 // the model forgot (`FROM t EXPLAIN LEFT JOIN u`), and
-                // leaves the table's name unusable as a qualifier.
+                // leaves the table's name unusable as a qualifier. Judged
+                // once the word ends: ` in` may grow into `inner`.
                 Slot::NewAlias => {
                     !(binds_table_alias
-                        && (is_sql_word(&lower)
+                        && (!growing && is_sql_word(&lower)
                             || looks_like_a_clause(&lower)
                                 && self.leaves_names_unbound(&scopes, with_query)))
                 }

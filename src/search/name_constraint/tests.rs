@@ -404,9 +404,17 @@ fn after_a_table_alias_the_from_continues_or_ends() {
     );
     // A keyword is no table's alias, even where the FROM may end.
     for alias in ["\nEXPLAIN", " AS explain", " in", " Pragma"] {
-        assert_eq!(verdicts(&[from, alias]), [true, false], "{alias}");
+        assert_eq!(
+            verdicts(&[from, alias, " LEFT JOIN concert"]),
+            [true, true, false],
+            "{alias}"
+        );
     }
     assert_eq!(verdicts(&[from, " ex", " WHERE Age > 1"]), [true; 3]);
+    assert_eq!(
+        verdicts(&[from, " in", "ner JOIN concert ON 1 = 1"]),
+        [true; 3]
+    );
 }
 
 #[test]
@@ -415,6 +423,21 @@ fn a_query_that_names_columns_ends_only_after_a_from() {
     assert_eq!(verdicts(&[select, "\n```"]), [true, false]);
     assert_eq!(verdicts(&[select, ";"]), [true, false]);
     assert_eq!(verdicts(&["```sql\nSELECT Name", " WHERE"]), [true, false]);
+    // A clause's word may grow into a column before the FROM.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("orders.sqlite");
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("CREATE TABLE orders (id INTEGER, order_date TEXT);")
+        .unwrap();
+    let schema = crate::db::Schema::load(&path, &Default::default()).unwrap();
+    let no_tokenizer = ScriptedModel::new(Vec::<String>::new());
+    let mut order = NameConstraint::for_schema(&schema, &no_tokenizer, false)
+        .0
+        .checker();
+    order.push("```sql\nSELECT id,");
+    assert!(order.allows(" order"));
+    assert!(!order.allows(" order BY"));
     assert_eq!(
         verdicts(&[select, " FROM singer AS T1", ";\n```"]),
         [true; 3]
