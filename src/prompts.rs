@@ -36,6 +36,13 @@ pub const FEEDBACK_EMPTY: Template = Template {
     text: include_str!("../prompts/feedback_empty.user.txt"),
 };
 
+/// Execution guidance: the values a query without a value compares with
+/// that no row holds, each with what its column holds.
+pub const FEEDBACK_UNMATCHED: Template = Template {
+    name: "feedback_unmatched.user",
+    text: include_str!("../prompts/feedback_unmatched.user.txt"),
+};
+
 /// The reviewer's frame: the question is scored as the reply to it.
 pub const REVIEW_SYSTEM: Template = Template {
     name: "review.system",

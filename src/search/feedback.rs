@@ -6,10 +6,10 @@
 use super::extract::extract_sql;
 use super::functions::Written;
 use super::Engine;
-use crate::db::{QueryOutcome, QueryResult};
+use crate::db::{quote_literal, QueryOutcome, QueryResult};
 use crate::error::Result;
 use crate::llm::{ChatMessage, Prompt, Sampling};
-use crate::prompts::{FEEDBACK_EMPTY, FEEDBACK_ERROR};
+use crate::prompts::{FEEDBACK_EMPTY, FEEDBACK_ERROR, FEEDBACK_UNMATCHED};
 use crate::trace::{CallRecord, CandidateRecord, Execution, Trace};
 use std::sync::Arc;
 
@@ -45,7 +45,7 @@ impl Engine {
         let (mut sql, mut outcome) = (sql.to_string(), outcome.clone());
         for _ in 0..rounds {
             messages.push(ChatMessage::new("assistant", format!("```sql\n{sql}\n```")));
-            messages.push(ChatMessage::new("user", feedback(&outcome)));
+            messages.push(ChatMessage::new("user", self.feedback(&sql, &outcome)));
             let generation = self
                 .model
                 .generate(&Prompt::Chat(messages.clone()), &sampling)?;
@@ -82,12 +82,31 @@ impl Engine {
         }
         Ok(None)
     }
-}
 
-/// What execution said of a query, as the next user turn.
-fn feedback(outcome: &QueryOutcome) -> String {
-    match outcome {
-        Err(error) => FEEDBACK_ERROR.render(&[("error", &error.to_string())]),
-        Ok(_) => FEEDBACK_EMPTY.render(&[]),
+    /// What execution said of `sql`, as the next user turn: its error, or
+    /// that it found no value, with the compared values no row holds.
+    fn feedback(&self, sql: &str, outcome: &QueryOutcome) -> String {
+        if let Err(error) = outcome {
+            return FEEDBACK_ERROR.render(&[("error", &error.to_string())]);
+        }
+        let empty = FEEDBACK_EMPTY.render(&[]);
+        let unmatched = self.names.unmatched_values(&self.executor, sql);
+        if unmatched.is_empty() {
+            return empty;
+        }
+        let values: Vec<String> = unmatched
+            .iter()
+            .map(|u| {
+                format!(
+                    "- {} = {} (no row of {} has it; its most common values: {})",
+                    u.column,
+                    quote_literal(&u.written),
+                    u.table,
+                    u.held.join(", ")
+                )
+            })
+            .collect();
+        let unmatched = FEEDBACK_UNMATCHED.render(&[("values", &values.join("\n"))]);
+        format!("{empty}\n{unmatched}")
     }
 }

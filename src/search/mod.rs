@@ -935,6 +935,22 @@ SELECT name FROM singer WHERE age > 1000
         assert_eq!(answer.result.as_ref().unwrap().total_rows, 0);
     }
 
+    #[test]
+    fn feedback_on_an_empty_result_names_the_values_no_row_holds() {
+        let atlantis = "```sql
+SELECT Name FROM singer WHERE Country = 'Atlantis'
+```";
+        let answer = engine(vec![atlantis, atlantis], Method::Greedy)
+            .answer("Which singers are from Atlantis?", None)
+            .unwrap();
+        let feedback = &answer.trace.calls[1].prompt[3].content;
+        assert!(feedback.contains("returned no rows with a value"));
+        assert!(
+            feedback.contains("- Country = 'Atlantis' (no row of singer has it; its most common values: 'France', 'Netherlands', 'United States')"),
+            "{feedback}"
+        );
+    }
+
     const NOBODY: &str = "```sql
 SELECT Name FROM singer WHERE Age > 1000
 ```";

@@ -15,7 +15,9 @@
 //! value is joined on columns that meet (`meeting`), given the stored
 //! spelling of a value it compares a column with or the row a key's
 //! compared name belongs to (`respell`), or rid of a filter on a text the
-//! question never mentions (`unasked`).
+//! question never mentions (`unasked`); the values such a query compares
+//! with that no row holds are named for the model's correction, with the
+//! values their columns hold (`unmatched`).
 
 mod comparison;
 mod cut;
@@ -26,6 +28,7 @@ mod redecode;
 mod respell;
 mod syntax;
 mod unasked;
+mod unmatched;
 
 use super::sql_text::{
     columns_under, dot_between, join_split_name, name_in_query, outer_table_aliases, pieces,

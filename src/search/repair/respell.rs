@@ -8,10 +8,10 @@
 //! holds moves the comparison there, and a key compared with the name of
 //! the row it refers to looks that row up.
 
-use super::comparison::{comparisons, Operator};
+use super::comparison::{comparisons, Comparison, Operator};
 use super::{kept_if_it_finds_a_value, SchemaNames};
 use crate::db::{quote_identifier, quote_literal, Executor, QueryResult, Value};
-use crate::search::sql_text::{pieces, table_aliases, table_bound_to, unquote};
+use crate::search::sql_text::{pieces, table_aliases, table_bound_to, unquote, Piece};
 use std::sync::Arc;
 
 /// Stored values read per probe at most: more than one that fits is
@@ -29,23 +29,8 @@ impl SchemaNames {
         let bound = table_aliases(sql);
         let mut texts: Vec<String> = pieces.iter().map(|p| p.text().to_string()).collect();
         let mut changed = false;
-        let equalities = comparisons(&pieces)
-            .into_iter()
-            .filter(|c| c.operator == Operator::Equals);
-        for comparison in equalities {
+        for (comparison, table, written) in self.unheld_values(executor, &pieces, &bound) {
             let column = pieces[comparison.column].text();
-            let table = match comparison.qualifier {
-                Some(q) => table_bound_to(&bound, pieces[q].text()),
-                None => self.only_holder(&bound, column),
-            };
-            let Some(table) = table else { continue };
-            let written = unquote(pieces[comparison.literal].text());
-            // A value held as written (or a probe that fails) leaves the
-            // comparison as it is.
-            if written.trim().is_empty() || holds(executor, table, column, &written) != Some(false)
-            {
-                continue;
-            }
             if let Some(stored) = stored_spelling(executor, table, column, &written) {
                 texts[comparison.literal] = quote_literal(&stored);
                 changed = true;
@@ -63,6 +48,32 @@ impl SchemaNames {
             return None;
         }
         kept_if_it_finds_a_value(executor, texts.concat())
+    }
+
+    /// Each `column = 'text'` among `pieces` whose column's table (of
+    /// those `bound`) holds no such value, with that table and the text.
+    /// A value held as written, or a probe that fails, is left out.
+    pub(super) fn unheld_values<'b>(
+        &self,
+        executor: &Executor,
+        pieces: &[Piece<'_>],
+        bound: &'b [(String, String)],
+    ) -> Vec<(Comparison, &'b str, String)> {
+        comparisons(pieces)
+            .into_iter()
+            .filter(|c| c.operator == Operator::Equals)
+            .filter_map(|comparison| {
+                let column = pieces[comparison.column].text();
+                let table = match comparison.qualifier {
+                    Some(q) => table_bound_to(bound, pieces[q].text()),
+                    None => self.only_holder(bound, column),
+                }?;
+                let written = unquote(pieces[comparison.literal].text());
+                let unheld = !written.trim().is_empty()
+                    && holds(executor, table, column, &written) == Some(false);
+                unheld.then_some((comparison, table, written))
+            })
+            .collect()
     }
 
     /// The one column of `table` other than `column` that holds `written`
