@@ -450,12 +450,12 @@ impl SchemaVocabulary {
                 }
             };
             let ok = match slot {
-                // A clause the FROM may not end with, spelt as an alias
-                // (`FROM t HAVIN x > 1`, `FROM t UNORDERED BY`).
-                // A keyword as a table's alias stands for a clause or join
-                // the model forgot (`FROM t EXPLAIN LEFT JOIN u`), and
-                // leaves the table's name unusable as a qualifier. Judged
-                // once the word ends: ` in` may grow into `inner`.
+                // No table's alias is a keyword, which stands for a clause
+                // or join the model forgot (`FROM t EXPLAIN LEFT JOIN u`)
+                // and leaves the table's name unusable as a qualifier
+                // (judged once the word ends: ` in` may grow into
+                // `inner`), nor, while the FROM may not end, a clause
+                // spelt as an alias (`FROM t HAVIN x > 1`, `UNORDERED BY`).
                 Slot::NewAlias => {
                     !(binds_table_alias
                         && (!growing && is_sql_word(&lower)

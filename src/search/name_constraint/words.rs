@@ -86,35 +86,6 @@ pub(super) const FUNCTIONS: &[&str] = &[
 /// into an invented name), and the literal words: what may stand where a
 /// name may, without being one. After AS any word is free, so
 /// `AS MATERIALIZED` needs no entry.
-/// Words of SQLite's statements other than a query's, which a query never
-/// needs and a model writes only where it lost its way (`FROM t EXPLAIN`).
-const STATEMENT_WORDS: &[&str] = &[
-    "alter",
-    "analyze",
-    "attach",
-    "begin",
-    "commit",
-    "create",
-    "delete",
-    "detach",
-    "drop",
-    "explain",
-    "insert",
-    "pragma",
-    "reindex",
-    "replace",
-    "rollback",
-    "savepoint",
-    "set",
-    "update",
-    "vacuum",
-];
-
-/// Whether SQL reads `word` (lower case) as one of its own words.
-pub(super) fn is_sql_word(word: &str) -> bool {
-    KEYWORDS.contains(&word) || STATEMENT_WORDS.contains(&word)
-}
-
 pub(super) const KEYWORDS: &[&str] = &[
     "all",
     "and",
@@ -188,6 +159,35 @@ pub(super) const KEYWORDS: &[&str] = &[
     "true",
     "false",
 ];
+
+/// Words of SQLite's statements other than a query's, which a query never
+/// needs and a model writes only where it lost its way (`FROM t EXPLAIN`).
+const STATEMENT_WORDS: &[&str] = &[
+    "alter",
+    "analyze",
+    "attach",
+    "begin",
+    "commit",
+    "create",
+    "delete",
+    "detach",
+    "drop",
+    "explain",
+    "insert",
+    "pragma",
+    "reindex",
+    "replace",
+    "rollback",
+    "savepoint",
+    "set",
+    "update",
+    "vacuum",
+];
+
+/// Whether SQL reads `word` (lower case) as one of its own words.
+pub(super) fn is_sql_word(word: &str) -> bool {
+    KEYWORDS.contains(&word) || STATEMENT_WORDS.contains(&word)
+}
 
 /// Type names, written after `AS` in a cast (where any word may stand) and
 /// never as a value: a bare `date` in `ORDER BY date` is a column the
