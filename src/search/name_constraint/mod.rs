@@ -362,15 +362,17 @@ impl SchemaVocabulary {
             // before it: refused, the model goes on to join the table
             // that holds the name. Before any FROM, a clause's word may
             // still grow into a column (` order` `_date`).
-            let clause_without_from = names_without_from(&scopes)
-                && !(growing
+            let grows_into_a_column = || {
+                growing
                     && self
                         .columns
                         .iter()
-                        .any(|c| c.len() > lower.len() && c.starts_with(&lower)));
+                        .any(|c| c.len() > lower.len() && c.starts_with(&lower))
+            };
             if judged
                 && CLAUSES_AFTER_FROM.contains(&lower.as_str())
-                && (self.leaves_names_unbound(&scopes, with_query) || clause_without_from)
+                && (self.leaves_names_unbound(&scopes, with_query)
+                    || names_without_from(&scopes) && !grows_into_a_column())
             {
                 return false;
             }
