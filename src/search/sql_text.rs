@@ -380,6 +380,11 @@ pub(super) fn is_dot(piece: &Piece<'_>) -> bool {
     matches!(piece, Piece::Other(t) if t.trim_matches(|c| c == '"' || c == '`') == ".")
 }
 
+/// Nothing but whitespace between two pieces.
+pub(super) fn is_gap(piece: &Piece<'_>) -> bool {
+    matches!(piece, Piece::Other(t) if t.trim().is_empty())
+}
+
 pub(super) fn is_word_piece(piece: &Piece<'_>, word: &str) -> bool {
     matches!(piece, Piece::Word(w) if w.eq_ignore_ascii_case(word))
 }
@@ -425,7 +430,7 @@ pub fn dot_between(sql: &str, word: &str, is_bound: impl Fn(&str) -> bool) -> Op
     let mut pieces = pieces(sql);
     let at = (2..pieces.len()).find(|&i| {
         is_word_piece(&pieces[i], word)
-            && matches!(pieces[i - 1], Piece::Other(gap) if gap.trim().is_empty())
+            && is_gap(&pieces[i - 1])
             && matches!(pieces[i - 2], Piece::Word(name) if is_bound(name))
     })?;
     pieces[at - 1] = Piece::Other(".");
@@ -443,7 +448,7 @@ pub fn join_split_name(
 ) -> Option<String> {
     let pieces = pieces(sql);
     (2..pieces.len()).find_map(|i| {
-        let gap = matches!(pieces[i - 1], Piece::Other(gap) if gap.trim().is_empty());
+        let gap = is_gap(&pieces[i - 1]);
         match (&pieces[i - 2], gap && is_word_piece(&pieces[i], word)) {
             (Piece::Word(first), true) => joined(first, word).map(|name| {
                 let mut out = join(&pieces[..i - 2]);

@@ -2,7 +2,7 @@
 //! and `[q.]column LIKE 'text'`, found among a query's pieces: the repairs
 //! of a query that found no value read and rewrite them.
 
-use crate::search::sql_text::{is_dot, is_word_piece, Piece};
+use crate::search::sql_text::{is_dot, is_gap, is_word_piece, Piece};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Operator {
@@ -28,7 +28,7 @@ impl Comparison {
 /// Every comparison of a column with a string literal by `=` or `LIKE`.
 pub(super) fn comparisons(pieces: &[Piece<'_>]) -> Vec<Comparison> {
     let is_word = |i: usize| matches!(pieces.get(i), Some(Piece::Word(_)));
-    let is_space = |i: usize| matches!(pieces.get(i), Some(Piece::Other(t)) if t.trim().is_empty());
+    let is_space = |i: usize| pieces.get(i).is_some_and(is_gap);
     let is_equals = |i: usize| matches!(pieces.get(i), Some(Piece::Other(t)) if t.trim() == "=");
     let is_like = |i: usize| pieces.get(i).is_some_and(|p| is_word_piece(p, "like"));
     let is_literal =

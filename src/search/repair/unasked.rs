@@ -6,7 +6,7 @@
 //! whose dropping lets the query find a value. A text the question (or
 //! its hint) holds, apart from case and LIKE's `%`, stays.
 
-use super::super::sql_text::{is_word_piece, pieces, unquote, Piece, CLAUSES_AFTER_FROM};
+use super::super::sql_text::{is_gap, is_word_piece, pieces, unquote, Piece, CLAUSES_AFTER_FROM};
 use super::comparison::comparisons;
 use super::kept_if_it_finds_a_value;
 use crate::db::{Executor, QueryResult};
@@ -37,7 +37,7 @@ pub(super) fn drop_unasked_filter(
 }
 
 fn is_space(piece: Option<&Piece<'_>>) -> bool {
-    matches!(piece, Some(Piece::Other(t)) if t.trim().is_empty())
+    piece.is_some_and(is_gap)
 }
 
 fn is_word(piece: Option<&Piece<'_>>, word: &str) -> bool {
