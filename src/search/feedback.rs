@@ -106,7 +106,7 @@ impl Engine {
                 )
             })
             .collect();
-        let unmatched = FEEDBACK_UNMATCHED.render(&[("values", &values.join("\n"))]);
-        format!("{empty}\n{unmatched}")
+        let listed = FEEDBACK_UNMATCHED.render(&[("values", &values.join("\n"))]);
+        format!("{empty}\n{listed}")
     }
 }
