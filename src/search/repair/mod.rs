@@ -10,7 +10,8 @@
 //! (`grouping`). A missing column no fix finds is written again by the
 //! model from just before it, among the query's own tables' columns
 //! (`redecode`). A query whose text ended too soon is ended where it last
-//! could be (`cut`). A type cast inside another call, or a filter joined
+//! could be (`cut`), or, when it looped before its FROM, written on from a
+//! FROM after the loop's first turn (`looped`). A type cast inside another call, or a filter joined
 //! to the FROM clause by AND, is mended (`syntax`). A query that finds no
 //! value is joined on columns that meet (`meeting`), given the stored
 //! spelling of a value it compares a column with or the row a key's
@@ -23,6 +24,7 @@ mod comparison;
 mod cut;
 mod grouping;
 mod join;
+mod looped;
 mod meeting;
 mod redecode;
 mod respell;

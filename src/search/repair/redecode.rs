@@ -12,8 +12,11 @@
 //!   that breaks the query (`T1 x` for `T1.x`, a stray parenthesis). The
 //!   answer is cut before the name written ahead of the token SQLite
 //!   stopped at, under the whole schema's constraint.
+//! - A loop inside the SELECT list, before any FROM (`looped`): the answer
+//!   is cut after the loop's first turn, its open groups closed, and the
+//!   model goes on from a FROM, under the whole schema's constraint.
 
-use super::{after, split_qualified, SchemaNames};
+use super::{after, looped, split_qualified, SchemaNames};
 use crate::error::{QueryError, Result};
 use crate::llm::{ChatMessage, LanguageModel, Sampling};
 use crate::search::continuation::continue_reply;
@@ -50,10 +53,12 @@ fn rewrite_token_limit(replaced_chars: usize) -> usize {
 
 impl SchemaNames {
     /// Where `answer`, whose query `sql` failed with `error`, is continued
-    /// from: before a missing column's first reference (narrowed to the
-    /// tables the query reads) or before the name ahead of a syntax error
-    /// (any table). None for other errors, and where the query is not in
-    /// `answer` or the place cannot be found.
+    /// from: from a FROM after a loop's first turn in a query that reads no
+    /// table yet, whatever the error (any table); before a missing
+    /// column's first reference (narrowed to the tables the query reads);
+    /// or before the name ahead of a syntax error (any table). None for
+    /// other errors, and where the query is not in `answer` or the place
+    /// cannot be found.
     pub(crate) fn resume_point(
         &self,
         answer: &str,
@@ -61,10 +66,17 @@ impl SchemaNames {
         error: &QueryError,
     ) -> Option<ResumePoint> {
         let query_at = answer.rfind(sql)?;
+        let every_table = || self.tables.iter().map(|(t, _)| t.clone()).collect();
+        if let Some(kept) = looped::before_from(sql) {
+            return Some(ResumePoint {
+                written: format!("{}{kept}\nFROM", &answer[..query_at]),
+                tables: every_table(),
+            });
+        }
         let (cut, tables) = match error {
             QueryError::SqlAt { message, offset } if is_syntax_error(message) => {
                 let cut = name_before(sql, *offset)?;
-                (cut, self.tables.iter().map(|(t, _)| t.clone()).collect())
+                (cut, every_table())
             }
             _ => {
                 let message = error.to_string();
@@ -195,6 +207,19 @@ mod tests {
             names.resume_point(elsewhere, elsewhere, &missing("nope")),
             None
         );
+    }
+
+    #[test]
+    fn a_loop_before_any_from_resumes_from_a_from_after_its_first_turn() {
+        let names = names();
+        let sql = "SELECT a * (1 + b) * (1 + b) * (1 + b) * (1 + b) * (1 + b) * (1 +";
+        let answer = format!("```sql\n{sql}");
+        let incomplete = QueryError::Sql("incomplete input".into());
+        let point = names
+            .resume_point(&answer, sql, &incomplete)
+            .expect("a resume point");
+        assert_eq!(point.written, "```sql\nSELECT a * (1 + b)\nFROM");
+        assert_eq!(point.tables.len(), names.tables.len());
     }
 
     #[test]
