@@ -57,14 +57,19 @@ impl Engine {
                 generation,
             );
             let written = call.outputs.first().and_then(|o| extract_sql(o));
+            let cut = call.was_cut(0);
             trace.calls.push(call);
             // A reply without a query ends the guidance: asking again would
             // show the model the same feedback.
             let Some(written) = written else {
                 return Ok(None);
             };
-            let (written, ran) =
-                self.run_written((question, hint), &written, &mut written_functions, trace)?;
+            let (written, ran) = self.run_written(
+                (question, hint),
+                (&written, cut),
+                &mut written_functions,
+                trace,
+            )?;
             trace.candidates.push(CandidateRecord {
                 sql: written.clone(),
                 execution: Execution::from_outcome(&ran),

@@ -39,17 +39,18 @@ impl Engine {
         }
     }
 
-    /// Runs a query the model wrote: fixed in place if a name is clearly
-    /// wrong, with its functions written when it calls any.
+    /// Runs a query the model wrote (`cut`: its reply was cut off): fixed
+    /// in place if a name is clearly wrong or its text ended too soon,
+    /// with its functions written when it calls any.
     pub(super) fn run_written(
         &self,
         (question, hint): (&str, Option<&str>),
-        sql: &str,
+        (sql, cut): (&str, bool),
         written: &mut Written,
         trace: &mut Trace,
     ) -> Result<(String, QueryOutcome)> {
         let asked = super::repair::asked(question, hint);
-        let (sql, outcome) = self.names.query_or_fix(&self.executor, sql, &asked);
+        let (sql, outcome) = self.names.query_or_fix(&self.executor, sql, cut, &asked);
         Ok(self
             .supply_functions_traced(question, &sql, &outcome, written, trace)?
             .unwrap_or((sql, outcome)))

@@ -434,11 +434,12 @@ impl Engine {
                     let redone = self.redecode(&messages, answer, &sqls[i], error, &sampling)?;
                     if let Some(Redecoded { call, written }) = redone {
                         trace.cost.add(&call.usage);
+                        let cut = call.was_cut(0);
                         trace.calls.push(call);
                         if let Some(written) = written {
                             let (sql, ran) = self.run_written(
                                 (question, hint),
-                                &written,
+                                (&written, cut),
                                 &mut written_functions,
                                 &mut trace,
                             )?;

@@ -169,6 +169,11 @@ mod tests {
             fixed.as_ref().is_none_or(|(sql, _)| *sql != ended),
             "{fixed:?}"
         );
+        // A rewrite the model was cut off in is run the same way.
+        let (ran, outcome) = names.query_or_fix(&executor, sql, true, "");
+        assert_eq!(ran, ended);
+        assert!(outcome.is_ok());
+        assert_ne!(names.query_or_fix(&executor, sql, false, "").0, ended);
         // SQLite's own verdict on an unfinished text routes the repair
         // there without being told the text was cut.
         let sql = "SELECT SUM(Weight) FROM engine WHERE Engine_ID IN (SELECT Engine_ID \

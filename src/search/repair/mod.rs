@@ -392,17 +392,19 @@ impl SchemaNames {
             .any(|c| c.eq_ignore_ascii_case(column))
     }
 
-    /// `sql` executed and, when it fails, fixed until it runs, or when it
-    /// finds no value, rejoined (`rejoin`): the query that ran (else `sql`)
+    /// `sql` executed and, when it fails, fixed until it runs (ended where
+    /// it last could be first if the model was `cut` off in it), or when
+    /// it finds no value, mended (`mend`): the query that ran (else `sql`)
     /// and its outcome.
     pub fn query_or_fix(
         &self,
         executor: &Executor,
         sql: &str,
+        cut: bool,
         asked: &str,
     ) -> (String, QueryOutcome) {
         let outcome = executor.query(sql);
-        match self.mend(executor, sql, &outcome, false, asked) {
+        match self.mend(executor, sql, &outcome, cut, asked) {
             Some((fixed, result)) => (fixed, Ok(result)),
             None => (sql.to_string(), outcome),
         }
