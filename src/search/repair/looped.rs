@@ -150,7 +150,10 @@ mod tests {
         let with_from = "SELECT a FROM t WHERE b IN (c, d, d, d, d, d, d, d, d, d, d, d, d, d";
         assert_eq!(before_from(with_from), None);
         assert_eq!(before_from("SELECT a, b, c, d, e, f, g, h, i, j"), None);
-        // A joining sign inside a string literal ends no term.
+    }
+
+    #[test]
+    fn a_joining_sign_inside_a_literal_ends_no_term() {
         let quoted = "SELECT 'x, y' || 'x, y' || 'x, y' || 'x, y' || 'x, y' || 'x, y' || 'x";
         assert_eq!(
             before_from(quoted).as_deref(),
