@@ -35,16 +35,17 @@ fn trailing_loop(text: &[u8]) -> Option<(usize, usize)> {
     })
 }
 
-/// The places in `sql` where a term ends and a joining sign follows (after
-/// spaces, if any): the byte offset just past the term, and the
-/// parentheses open there. Signs inside string literals do not count.
-fn term_ends(sql: &str) -> Vec<(usize, i32)> {
+/// The places in a query, given as its `pieces`, where a term ends and a
+/// joining sign follows (after spaces, if any): the byte offset just past
+/// the term, and the parentheses open there. Signs inside string literals
+/// do not count.
+fn term_ends(pieces: &[Piece<'_>]) -> Vec<(usize, i32)> {
     let mut ends = Vec::new();
     let mut depth = 0i32;
     let mut offset = 0;
     // Just past the latest term, while only spaces have followed it.
     let mut term_end: Option<usize> = None;
-    for piece in pieces(sql) {
+    for &piece in pieces {
         let text = piece.text();
         match piece {
             Piece::Other(signs) if !signs.starts_with('\'') => {
@@ -84,12 +85,13 @@ fn term_ends(sql: &str) -> Vec<(usize, i32)> {
 /// does not end in a loop, or a loop with no term end.
 pub(super) fn before_from(sql: &str) -> Option<String> {
     let sql = sql.trim_end();
-    if pieces(sql).iter().any(|p| is_word_piece(p, "from")) {
+    let pieces = pieces(sql);
+    if pieces.iter().any(|p| is_word_piece(p, "from")) {
         return None;
     }
     let (start, turn) = trailing_loop(sql.as_bytes())?;
     let second_turn = start + turn..start + 2 * turn;
-    let (at, open) = term_ends(sql)
+    let (at, open) = term_ends(&pieces)
         .into_iter()
         .filter(|(at, _)| second_turn.contains(at))
         .min_by_key(|&(at, depth)| (depth, at))?;

@@ -11,14 +11,14 @@
 //! model from just before it, among the query's own tables' columns
 //! (`redecode`). A query whose text ended too soon is ended where it last
 //! could be (`cut`), or, when it looped before its FROM, written on from a
-//! FROM after the loop's first turn (`looped`). A type cast inside another call, or a filter joined
-//! to the FROM clause by AND, is mended (`syntax`). A query that finds no
-//! value is joined on columns that meet (`meeting`), given the stored
-//! spelling of a value it compares a column with or the row a key's
-//! compared name belongs to (`respell`), or rid of a filter on a text the
-//! question never mentions (`unasked`); the values such a query compares
-//! with that no row holds are named for the model's correction, with the
-//! values their columns hold (`unmatched`).
+//! FROM after the loop's first turn (`looped`). A type cast inside another
+//! call, or a filter joined to the FROM clause by AND, is mended
+//! (`syntax`). A query that finds no value is joined on columns that meet
+//! (`meeting`), given the stored spelling of a value it compares a column
+//! with or the row a key's compared name belongs to (`respell`), or rid of
+//! a filter on a text the question never mentions (`unasked`); the values
+//! such a query compares with that no row holds are named for the model's
+//! correction, with the values their columns hold (`unmatched`).
 
 mod comparison;
 mod cut;
