@@ -99,6 +99,25 @@ pub fn replace_identifier(sql: &str, old: &str, new: &str) -> Option<String> {
     replaced.then(|| join(&pieces))
 }
 
+/// `sql` with every quoted `name` (in backquotes, double quotes or
+/// brackets, outside string literals) written `new`: a name with a space
+/// in it is no word to `replace_identifier`. None when there is none.
+pub fn replace_quoted_name(sql: &str, name: &str, new: &str) -> Option<String> {
+    let quoted = [('`', '`'), ('"', '"'), ('[', ']')].map(|(o, c)| format!("{o}{name}{c}"));
+    let is_literal = |p: &Piece<'_>| p.text().starts_with('\'');
+    let pieces = pieces(sql);
+    let mut out = String::with_capacity(sql.len());
+    for run in pieces.chunk_by(|a, b| is_literal(a) == is_literal(b)) {
+        let text = join(run);
+        if is_literal(&run[0]) {
+            out.push_str(&text);
+        } else {
+            out.push_str(&quoted.iter().fold(text, |t, q| t.replace(q.as_str(), new)));
+        }
+    }
+    (out != sql).then_some(out)
+}
+
 /// `sql` with every `qualifier.column` (either part may be quoted) written
 /// `new_qualifier.new_column`; None when there is none.
 pub fn replace_qualified(

@@ -4,10 +4,13 @@
 //! most ..." and "the x with more than one ...". The intent is grouping by
 //! the query's plain output columns, with the aggregate conditions in
 //! HAVING; the fix makes exactly that change to each such (sub)query.
+//! The converse slip, a HAVING in a query that neither groups nor
+//! aggregates (refused as "HAVING clause on a non-aggregate query"), is a
+//! filter written in the wrong clause: it joins the WHERE.
 
 use sqlparser::ast::{
-    BinaryOperator, Expr, FunctionArguments, GroupByExpr, OrderByKind, Query, SelectItem, SetExpr,
-    Statement, Visit, VisitMut, Visitor, VisitorMut,
+    BinaryOperator, Expr, FunctionArguments, GroupByExpr, OrderByKind, Query, Select, SelectItem,
+    SetExpr, Statement, Visit, VisitMut, Visitor, VisitorMut,
 };
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
@@ -29,6 +32,71 @@ pub fn group_aggregates(sql: &str) -> Option<String> {
     let mut grouper = Grouper { changed: false };
     let _ = VisitMut::visit(query.as_mut(), &mut grouper);
     grouper.changed.then(|| query.to_string())
+}
+
+/// `sql` with the HAVING of each (sub)query that neither groups nor
+/// aggregates made a condition of its WHERE; None when there is none (or
+/// SQL the parser rejects).
+pub fn having_as_filter(sql: &str) -> Option<String> {
+    let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
+    let [Statement::Query(query)] = statements.as_mut_slice() else {
+        return None;
+    };
+    let mut mover = HavingMover { changed: false };
+    let _ = VisitMut::visit(query.as_mut(), &mut mover);
+    mover.changed.then(|| query.to_string())
+}
+
+struct HavingMover {
+    changed: bool,
+}
+
+impl HavingMover {
+    fn move_having(&mut self, select: &mut Select) {
+        let grouped = match &select.group_by {
+            GroupByExpr::All(_) => true,
+            GroupByExpr::Expressions(keys, _) => !keys.is_empty(),
+        };
+        let output_aggregates = select.projection.iter().any(|item| match item {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => aggregates(e),
+            _ => false,
+        });
+        let Some(having) = select
+            .having
+            .take_if(|h| !grouped && !output_aggregates && !aggregates(h))
+        else {
+            return;
+        };
+        select.selection = conjoin(
+            select
+                .selection
+                .take()
+                .into_iter()
+                .chain([having])
+                .collect(),
+        );
+        self.changed = true;
+    }
+
+    fn each_select(&mut self, body: &mut SetExpr) {
+        match body {
+            SetExpr::Select(select) => self.move_having(select),
+            SetExpr::SetOperation { left, right, .. } => {
+                self.each_select(left);
+                self.each_select(right);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl VisitorMut for HavingMover {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        self.each_select(query.body.as_mut());
+        ControlFlow::Continue(())
+    }
 }
 
 struct Grouper {
@@ -99,12 +167,25 @@ fn conjuncts(expr: Expr) -> Vec<Expr> {
     }
 }
 
+/// The terms joined by AND, an OR among them in parentheses (the tree
+/// prints without any).
 fn conjoin(terms: Vec<Expr>) -> Option<Expr> {
-    terms.into_iter().reduce(|left, right| Expr::BinaryOp {
-        left: Box::new(left),
-        op: BinaryOperator::And,
-        right: Box::new(right),
-    })
+    let bracketed = |term: Expr| match term {
+        Expr::BinaryOp {
+            op: BinaryOperator::Or,
+            ..
+        } => Expr::Nested(Box::new(term)),
+        other => other,
+    };
+    let several = terms.len() > 1;
+    terms
+        .into_iter()
+        .map(|t| if several { bracketed(t) } else { t })
+        .reduce(|left, right| Expr::BinaryOp {
+            left: Box::new(left),
+            op: BinaryOperator::And,
+            right: Box::new(right),
+        })
 }
 
 /// Whether `expr` aggregates at its own level (not inside a subquery, and
@@ -176,6 +257,33 @@ mod tests {
             .as_deref(),
             Some("SELECT T2.Maker FROM car_makers AS T1 JOIN model_list AS T2 ON T1.Id = T2.Maker WHERE T1.Country = 'usa' GROUP BY T2.Maker HAVING COUNT(T2.Model) >= 2")
         );
+    }
+
+    #[test]
+    fn a_having_in_a_query_that_does_not_aggregate_joins_the_where() {
+        assert_eq!(
+            having_as_filter(
+                "SELECT a * b AS c FROM t WHERE a = 1 OR b = 2 HAVING c < 13 ORDER BY c"
+            )
+            .as_deref(),
+            Some("SELECT a * b AS c FROM t WHERE (a = 1 OR b = 2) AND c < 13 ORDER BY c")
+        );
+        assert_eq!(
+            having_as_filter(
+                "SELECT a FROM t UNION SELECT b FROM u HAVING b > (SELECT MIN(b) FROM u)"
+            )
+            .as_deref(),
+            Some("SELECT a FROM t UNION SELECT b FROM u WHERE b > (SELECT MIN(b) FROM u)")
+        );
+        for sql in [
+            // Grouped, or aggregating without groups: a HAVING SQLite takes.
+            "SELECT a FROM t GROUP BY a HAVING a > 1",
+            "SELECT COUNT(*) FROM t HAVING COUNT(*) > 1",
+            "SELECT a FROM t HAVING SUM(b) > 1",
+            "SELECT a FROM t",
+        ] {
+            assert_eq!(having_as_filter(sql), None, "{sql}");
+        }
     }
 
     #[test]

@@ -5,9 +5,12 @@
 //! is clearly right it is also made in place (`SchemaNames::fixes`), since
 //! small models often repeat their mistake: a misspelt name becomes the one
 //! real name clearly closest to it, a column of a table the query did not
-//! join gets that table joined along one key or two (`join`), and a query
-//! that orders or filters by an aggregate without grouping is grouped
-//! (`grouping`). A missing column no fix finds is written again by the
+//! join gets that table joined along one key or two (`join`), a table
+//! named by itself where the query gave it an alias takes the alias, a
+//! query that orders or filters by an aggregate without grouping is
+//! grouped and a HAVING in one that does not aggregate joins its WHERE
+//! (`grouping`), and a power operator (`**`, `^`) becomes a POWER call
+//! (`power`). A missing column no fix finds is written again by the
 //! model from just before it, among the query's own tables' columns
 //! (`redecode`). A query whose text ended too soon is ended where it last
 //! could be (`cut`), or, when it looped before its FROM, written on from a
@@ -26,6 +29,7 @@ mod grouping;
 mod join;
 mod looped;
 mod meeting;
+mod power;
 mod redecode;
 mod respell;
 mod syntax;
@@ -34,8 +38,8 @@ mod unmatched;
 
 use super::sql_text::{
     columns_under, dot_between, join_split_name, name_in_query, outer_table_aliases, pieces,
-    qualify_bare, replace_identifier, replace_qualified, table_aliases, written_in_outer_query,
-    Piece,
+    qualify_bare, replace_identifier, replace_qualified, replace_quoted_name, table_aliases,
+    written_in_outer_query, Piece,
 };
 use crate::db::{Executor, QueryOutcome, QueryResult, Schema};
 use crate::error::QueryError;
@@ -120,7 +124,7 @@ impl SchemaNames {
     pub fn suggest(&self, error: &str, sql: &str) -> Option<String> {
         let note = if let Some(name) = after(error, "no such column:") {
             self.missing_column(name, sql)
-        } else if let Some(name) = after(error, "no such table:") {
+        } else if let Some(name) = table_after(error) {
             self.missing_table(name)
         } else if let Some(name) = after(error, "ambiguous column name:") {
             self.ambiguous_column(name)
@@ -190,24 +194,35 @@ impl SchemaNames {
     /// first: a misspelt table or column replaced by the one real name
     /// clearly closest to it (a column of the query's own tables first), a
     /// one-table query pointed at the one other table that has the column,
-    /// the table holding the column joined along a foreign key, an
-    /// ambiguous column qualified, a query that orders or filters by an
-    /// aggregate without grouping grouped, a syntax slip mended (a dot or
-    /// a name broken apart, a cast inside another call, AND for WHERE).
+    /// the table holding the column joined along a foreign key, a table's
+    /// own name replaced by its alias, an ambiguous column qualified, a
+    /// query that orders or filters by an aggregate without grouping
+    /// grouped, a HAVING without aggregates made a filter, a syntax slip
+    /// mended (a dot or a name broken apart, a cast inside another call,
+    /// AND for WHERE, a power operator).
     /// Empty when there is no such fix.
     pub fn fixes(&self, error: &str, sql: &str) -> Vec<String> {
         if let Some(name) = after(error, "no such column:") {
             self.column_fixes(name, sql)
-        } else if let Some(name) = after(error, "no such table:") {
+        } else if let Some(name) = table_after(error) {
             let tables = self.tables.iter().map(|(t, _)| (t.as_str(), ()));
             clearly_closest(name, tables)
-                .and_then(|(real, ())| replace_identifier(sql, name, real))
+                .and_then(|(real, ())| {
+                    replace_identifier(sql, name, real)
+                        .or_else(|| replace_quoted_name(sql, name, real))
+                })
                 .into_iter()
                 .collect()
         } else if let Some(name) = after(error, "ambiguous column name:") {
             self.qualify_ambiguous(name, sql).into_iter().collect()
         } else if error.contains("misuse of aggregate") {
             grouping::group_aggregates(sql).into_iter().collect()
+        } else if error.contains("HAVING clause on a non-aggregate query") {
+            grouping::having_as_filter(sql).into_iter().collect()
+        } else if error.contains("near \"*\": syntax error")
+            || error.contains("unrecognized token: \"^\"")
+        {
+            power::power_calls(sql).into_iter().collect()
         } else if let Some(word) = syntax_error_near(error) {
             self.restore_dot(sql, word)
                 .into_iter()
@@ -223,6 +238,7 @@ impl SchemaNames {
         let (qualifier, column) = split_qualified(name);
         let scope = self.scope_of(sql, qualifier, column);
         let mut fixes = Vec::new();
+        fixes.extend(qualifier.and_then(|q| self.alias_for_table_name(sql, &scope, q, column)));
         fixes.extend(qualifier.and_then(|q| {
             self.requalify(sql, &scope, q, column)
                 .or_else(|| self.requalify_unbound(sql, &scope, q))
@@ -539,6 +555,36 @@ impl SchemaNames {
         replace_qualified(sql, (qualifier, column), (name, real))
     }
 
+    /// `sql` with every column under `qualifier`, a table's own name, put
+    /// under the one alias the query gives that table, when the table has
+    /// `column`: SQLite knows an aliased table by its alias alone, and a
+    /// small model writes `FROM t x JOIN u ON t.id = u.id` (often with a
+    /// stray word as the alias).
+    fn alias_for_table_name(
+        &self,
+        sql: &str,
+        scope: &Scope,
+        qualifier: &str,
+        column: &str,
+    ) -> Option<String> {
+        let bound = &scope.bound;
+        let is = |name: &str| name.eq_ignore_ascii_case(qualifier);
+        // Each table a FROM names is bound under its own name, and again
+        // under its alias when it has one: aliased wherever it is read
+        // when its bindings are twice its own-name ones.
+        let own = bound.iter().filter(|(n, _)| is(n)).count();
+        let all = bound.iter().filter(|(_, t)| is(t)).count();
+        if own == 0 || all != 2 * own || !self.has_column(qualifier, column) {
+            return None;
+        }
+        let alias = name_in_query(bound, qualifier)?;
+        columns_under(sql, qualifier)
+            .iter()
+            .try_fold(sql.to_string(), |sql, under| {
+                replace_qualified(&sql, (qualifier, under), (alias, under))
+            })
+    }
+
     /// `sql` with every column under `qualifier`, an alias bound nowhere,
     /// moved to the one joined table that has them all: `T2.name,
     /// T2.result` over `battle AS T1 JOIN ship AS T3` is battle's, though
@@ -623,6 +669,14 @@ fn after<'a>(error: &'a str, marker: &str) -> Option<&'a str> {
     let rest = error[start..].trim();
     let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
     Some(rest[..end].trim_matches(|c| c == '"' || c == '`' || c == '\''))
+}
+
+/// The table SQLite's "no such table" `error` names: the rest of the
+/// error, since a table's name may hold a space.
+fn table_after(error: &str) -> Option<&str> {
+    let marker = "no such table:";
+    let start = error.find(marker)? + marker.len();
+    Some(error[start..].trim())
 }
 
 /// Up to [`MAX_SUGGESTIONS`] labels whose name is most like `wanted`.
@@ -731,6 +785,15 @@ mod tests {
                 .as_deref(),
             Some("SELECT * FROM aircraft AS a")
         );
+        // A quoted name with a space in it, outside literals only.
+        assert_eq!(
+            n.fix(
+                "no such table: airport aircraft",
+                "SELECT '`airport aircraft`' FROM `airport aircraft` AS a"
+            )
+            .as_deref(),
+            Some("SELECT '`airport aircraft`' FROM airport_aircraft AS a")
+        );
         // A qualified name keeps its qualifier; quoted identifiers keep their quotes.
         assert_eq!(
             n.fix(
@@ -824,6 +887,22 @@ mod tests {
             .as_deref(),
             Some("SELECT AVG(Max_Gross_Weight) FROM aircraft WHERE aircraft.Aircraft_ID = 1")
         );
+    }
+
+    #[test]
+    fn a_table_named_by_itself_under_an_alias_takes_the_alias() {
+        let n = names();
+        let stray = "SELECT Max_Gross_Weight FROM aircraft STRAY JOIN airport_aircraft ON aircraft.Aircraft_ID = airport_aircraft.Aircraft_ID WHERE aircraft.Total_Disk_Area > 1";
+        assert_eq!(
+            n.fix("no such column: aircraft.Aircraft_ID", stray).as_deref(),
+            Some("SELECT Max_Gross_Weight FROM aircraft STRAY JOIN airport_aircraft ON STRAY.Aircraft_ID = airport_aircraft.Aircraft_ID WHERE STRAY.Total_Disk_Area > 1")
+        );
+        // Bound under its own name too (a self-join): the name is no error.
+        let twice = "SELECT 1 FROM aircraft JOIN aircraft AS A2 ON aircraft.Lift = A2.Aircraft_ID";
+        assert!(!n
+            .fixes("no such column: aircraft.Lift", twice)
+            .iter()
+            .any(|f| f.contains("A2.Lift")));
     }
 
     #[test]
