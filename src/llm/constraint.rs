@@ -3,9 +3,10 @@
 //! drawn again from what is left (the same distribution as masking every
 //! refused token first, at the cost of checking only the tokens drawn).
 //! Where the allowed tokens lie so far down that redrawing does not reach
-//! them, they are looked for among the likeliest in order; where none of
-//! those is allowed either, the rule stands aside until it allows a drawn
-//! token again.
+//! them, they are looked for among the likeliest in order, then among the
+//! rest of the tokens the rule deems worth trying; where none of those is
+//! allowed either, the rule stands aside until it allows a drawn token
+//! again.
 //! In-process backends apply it; a remote server cannot.
 
 use std::sync::Arc;
@@ -27,6 +28,13 @@ pub trait TextChecker: Send {
     }
     /// Appends the text of a sampled token.
     fn push(&mut self, piece: &str);
+    /// Whether `piece` is worth asking `allows` about once none of the
+    /// likeliest tokens is allowed: a cheap look through the whole
+    /// vocabulary for what the rule may want (a part of a name). By
+    /// default none is.
+    fn worth_trying(&self, _piece: &str) -> bool {
+        false
+    }
 }
 
 /// A constraint as a sampling setting; two settings are equal when they

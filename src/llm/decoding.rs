@@ -112,7 +112,14 @@ impl TextCodec {
         if let Some(logit) = masked.get_mut(token as usize) {
             *logit = f32::NEG_INFINITY;
         }
-        let kept = likeliest_allowed(&masked, allowed);
+        let mut kept = likeliest_allowed(&masked, allowed);
+        if kept.is_empty() {
+            // The model holds to a name the schema lacks (`T2.RuGuId`)
+            // and the real ones lie below the likeliest: look further, at
+            // the tokens the rule deems worth trying.
+            kept =
+                likeliest_allowed_beyond(&masked, allowed, |t| checker.worth_trying(self.piece(t)));
+        }
         if kept.is_empty() {
             state.rule_stuck = true;
             return token;
@@ -397,6 +404,24 @@ impl TextCodec {
     }
 }
 
+/// Up to [`ALLOWED_KEPT`] tokens that `allowed` accepts among all those
+/// of `logits` (finite ones) that `worth_trying` picks, likeliest first.
+fn likeliest_allowed_beyond(
+    logits: &[f32],
+    allowed: impl Fn(u32) -> bool,
+    worth_trying: impl Fn(u32) -> bool,
+) -> Vec<u32> {
+    let mut picked: Vec<u32> = (0..logits.len() as u32)
+        .filter(|&t| logits[t as usize].is_finite() && worth_trying(t))
+        .collect();
+    picked.sort_unstable_by(|a, b| logits[*b as usize].total_cmp(&logits[*a as usize]));
+    picked
+        .into_iter()
+        .filter(|&t| allowed(t))
+        .take(ALLOWED_KEPT)
+        .collect()
+}
+
 /// A model decoding rows with guessed tokens.
 pub trait DraftTarget {
     /// Runs one input per row, all of one length, after the states each
@@ -633,12 +658,18 @@ mod tests {
         }
     }
 
-    /// A test rule: a token's text alone decides, whatever came before.
-    struct Rule(std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>);
+    type PieceTest = std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+    /// A test rule: a token's text alone decides, whatever came before;
+    /// the second test picks the tokens worth trying.
+    struct Rule(PieceTest, PieceTest);
 
     impl super::super::constraint::TextConstraint for Rule {
         fn checker(&self) -> Box<dyn TextChecker> {
-            Box::new(Rule(std::sync::Arc::clone(&self.0)))
+            Box::new(Rule(
+                std::sync::Arc::clone(&self.0),
+                std::sync::Arc::clone(&self.1),
+            ))
         }
     }
 
@@ -650,6 +681,9 @@ mod tests {
             (self.0)(END)
         }
         fn push(&mut self, _: &str) {}
+        fn worth_trying(&self, piece: &str) -> bool {
+            (self.1)(piece)
+        }
     }
 
     /// What a test rule is asked when the model would end the completion.
@@ -657,9 +691,18 @@ mod tests {
 
     /// The sampling setting for a rule on each token's text.
     fn rule(allows: impl Fn(&str) -> bool + Send + Sync + 'static) -> Option<Constraint> {
-        Some(Constraint(std::sync::Arc::new(Rule(std::sync::Arc::new(
-            allows,
-        )))))
+        rule_trying(allows, |_| false)
+    }
+
+    /// The same, with the tokens `worth_trying` picks worth trying.
+    fn rule_trying(
+        allows: impl Fn(&str) -> bool + Send + Sync + 'static,
+        worth_trying: impl Fn(&str) -> bool + Send + Sync + 'static,
+    ) -> Option<Constraint> {
+        Some(Constraint(std::sync::Arc::new(Rule(
+            std::sync::Arc::new(allows),
+            std::sync::Arc::new(worth_trying),
+        ))))
     }
 
     /// Logits over the test vocabulary where `first` is the likeliest
@@ -762,6 +805,34 @@ mod tests {
             let row = first_step(&codec, &sampling, &logits);
             assert_eq!(row.tokens(), &[90], "temperature {temperature}");
         }
+    }
+
+    #[test]
+    fn an_allowed_token_below_the_likeliest_is_found_among_those_worth_trying() {
+        let size = ALLOWED_SCAN + 100;
+        let codec = codec_of(size);
+        // The allowed token is the least likely of all.
+        let logits: Vec<f32> = (0..size).map(|t| -(t as f32)).collect();
+        let last = format!("t{}", size - 1);
+        let sampling = |worth_trying: bool| {
+            let wanted = last.clone();
+            let picked = last.clone();
+            Sampling {
+                max_tokens: 1,
+                temperature: 1.0,
+                top_p: 1.0,
+                constraint: rule_trying(
+                    move |piece| piece == wanted,
+                    move |piece| worth_trying && (piece == picked || piece == "t7"),
+                ),
+                ..Sampling::default()
+            }
+        };
+        let row = first_step(&codec, &sampling(true), &logits);
+        assert_eq!(row.tokens(), &[size as u32 - 1]);
+        // Not deemed worth trying: the rule stands aside.
+        let row = first_step(&codec, &sampling(false), &logits);
+        assert_ne!(row.tokens(), &[size as u32 - 1]);
     }
 
     #[test]

@@ -69,6 +69,10 @@ impl TextChecker for QueryFirstChecker {
         self.inner.as_ref().is_none_or(|c| c.allows_end())
     }
 
+    fn worth_trying(&self, piece: &str) -> bool {
+        self.inner.as_ref().is_some_and(|c| c.worth_trying(piece))
+    }
+
     fn push(&mut self, piece: &str) {
         if !self.settled {
             self.opening.push_str(&piece.to_ascii_lowercase());

@@ -18,7 +18,9 @@
 //! and no SQL keyword is a table's alias. A query that named a column
 //! may not end without a FROM. A level that repeats the two around it (a
 //! loop) is refused. What cannot be ruled out yet is allowed; the name
-//! repairs check the whole query afterwards.
+//! repairs check the whole query afterwards. Where none of the model's
+//! likeliest tokens is allowed (it holds to a name the schema lacks), the
+//! sampler looks for one among the tokens that are part of a name.
 
 mod join_syntax;
 mod spans;
@@ -32,7 +34,7 @@ use crate::llm::LanguageModel;
 use join_syntax::{looks_like_a_clause, Next, JOIN_WORDS};
 use spans::{as_aliases, quoted_ranges};
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use words::{is_sql_word, FUNCTIONS, KEYWORDS, TYPES};
 
 /// Characters SQLite reads as no token outside a literal or quoted name
@@ -59,7 +61,15 @@ pub struct SchemaVocabulary {
     /// Whether a call may name a function the query declares
     /// (`crate::functions::DECLARED_PREFIX`), to be written for it.
     declared_functions: bool,
+    /// Every part of a table's or column's name, lowercased, up to
+    /// [`MAX_FRAGMENT_CHARS`] long: the tokens worth trying when none of
+    /// the likeliest is allowed. Made the first time that happens.
+    fragments: OnceLock<HashSet<String>>,
 }
+
+/// The longest part of a name kept among the fragments: longer than
+/// almost any one token.
+const MAX_FRAGMENT_CHARS: usize = 16;
 
 impl SchemaVocabulary {
     /// The names of `schema`, with how `model`'s tokenizer begins each
@@ -109,7 +119,25 @@ impl SchemaVocabulary {
             columns,
             table_starts: HashMap::new(),
             declared_functions: false,
+            fragments: OnceLock::new(),
         }
+    }
+
+    /// Whether `piece` (its leading spaces aside) is part of a name of the
+    /// schema.
+    fn is_fragment(&self, piece: &str) -> bool {
+        let piece = piece.trim_start();
+        !piece.is_empty()
+            && self
+                .fragments
+                .get_or_init(|| {
+                    self.tables
+                        .iter()
+                        .flat_map(|(table, columns)| std::iter::once(table).chain(columns))
+                        .flat_map(|name| fragments_of(name))
+                        .collect()
+                })
+                .contains(&piece.to_lowercase())
     }
 
     fn is_table(&self, word: &str) -> bool {
@@ -198,6 +226,21 @@ struct NameChecker {
     text: String,
 }
 
+/// Every run of consecutive characters of `name`, up to
+/// [`MAX_FRAGMENT_CHARS`] long.
+fn fragments_of(name: &str) -> impl Iterator<Item = String> + '_ {
+    let starts: Vec<usize> = name.char_indices().map(|(i, _)| i).collect();
+    let ends: Vec<usize> = starts.iter().skip(1).copied().chain([name.len()]).collect();
+    (0..starts.len()).flat_map(move |first| {
+        let last = (first + MAX_FRAGMENT_CHARS).min(ends.len());
+        let start = starts[first];
+        ends[first..last]
+            .iter()
+            .map(move |&end| name[start..end].to_string())
+            .collect::<Vec<_>>()
+    })
+}
+
 impl TextChecker for NameChecker {
     fn allows(&self, piece: &str) -> bool {
         let mut text = String::with_capacity(self.text.len() + piece.len());
@@ -232,6 +275,10 @@ impl TextChecker for NameChecker {
 
     fn push(&mut self, piece: &str) {
         self.text.push_str(piece);
+    }
+
+    fn worth_trying(&self, piece: &str) -> bool {
+        self.names.is_fragment(piece)
     }
 }
 

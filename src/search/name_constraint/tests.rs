@@ -576,3 +576,14 @@ fn only_the_new_words_are_judged() {
     assert!(c.allows("Age "));
     assert!(!c.allows("drag "));
 }
+
+#[test]
+fn parts_of_names_are_worth_trying_when_nothing_likely_is_allowed() {
+    let c = checker();
+    for piece in ["er", " Sing", "ncert_", "_ID", "E"] {
+        assert!(c.worth_trying(piece), "{piece}");
+    }
+    for piece in [" ", "xyz", " SELECT", "singers_and_more"] {
+        assert!(!c.worth_trying(piece), "{piece}");
+    }
+}
