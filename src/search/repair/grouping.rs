@@ -25,26 +25,40 @@ const AGGREGATES: [&str; 7] = ["count", "sum", "avg", "total", "group_concat", "
 /// of its WHERE moved to HAVING; None when no query needs or allows it
 /// (nothing to group by, a `*` in the output, or SQL the parser rejects).
 pub fn group_aggregates(sql: &str) -> Option<String> {
-    let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
-    let [Statement::Query(query)] = statements.as_mut_slice() else {
-        return None;
-    };
     let mut grouper = Grouper { changed: false };
-    let _ = VisitMut::visit(query.as_mut(), &mut grouper);
-    grouper.changed.then(|| query.to_string())
+    rewrite_query(sql, &mut grouper, |g| g.changed)
 }
 
 /// `sql` with the HAVING of each (sub)query that neither groups nor
 /// aggregates made a condition of its WHERE; None when there is none (or
 /// SQL the parser rejects).
 pub fn having_as_filter(sql: &str) -> Option<String> {
+    let mut mover = HavingMover { changed: false };
+    rewrite_query(sql, &mut mover, |m| m.changed)
+}
+
+/// `sql`, one query, walked by `visitor` and written again when `changed`
+/// says the visitor changed it; None otherwise, or when the parser rejects
+/// it.
+fn rewrite_query<V: VisitorMut>(
+    sql: &str,
+    visitor: &mut V,
+    changed: impl Fn(&V) -> bool,
+) -> Option<String> {
     let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
     let [Statement::Query(query)] = statements.as_mut_slice() else {
         return None;
     };
-    let mut mover = HavingMover { changed: false };
-    let _ = VisitMut::visit(query.as_mut(), &mut mover);
-    mover.changed.then(|| query.to_string())
+    let _ = VisitMut::visit(query.as_mut(), visitor);
+    changed(visitor).then(|| query.to_string())
+}
+
+/// Whether `select` has a GROUP BY.
+fn groups(select: &Select) -> bool {
+    match &select.group_by {
+        GroupByExpr::All(_) => true,
+        GroupByExpr::Expressions(keys, _) => !keys.is_empty(),
+    }
 }
 
 struct HavingMover {
@@ -53,10 +67,7 @@ struct HavingMover {
 
 impl HavingMover {
     fn move_having(&mut self, select: &mut Select) {
-        let grouped = match &select.group_by {
-            GroupByExpr::All(_) => true,
-            GroupByExpr::Expressions(keys, _) => !keys.is_empty(),
-        };
+        let grouped = groups(select);
         let output_aggregates = select.projection.iter().any(|item| match item {
             SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => aggregates(e),
             _ => false,
@@ -114,11 +125,7 @@ impl VisitorMut for Grouper {
         let SetExpr::Select(select) = query.body.as_mut() else {
             return ControlFlow::Continue(());
         };
-        let grouped = match &select.group_by {
-            GroupByExpr::All(_) => true,
-            GroupByExpr::Expressions(keys, _) => !keys.is_empty(),
-        };
-        if grouped {
+        if groups(select) {
             return ControlFlow::Continue(());
         }
         let (kept, moved): (Vec<Expr>, Vec<Expr>) = select
