@@ -112,13 +112,13 @@ impl TextCodec {
         if let Some(logit) = masked.get_mut(token as usize) {
             *logit = f32::NEG_INFINITY;
         }
-        let mut kept = likeliest_allowed(&masked, allowed);
+        let mut kept = likeliest_allowed(&masked, |_| true, ALLOWED_SCAN, allowed);
         if kept.is_empty() {
             // The model holds to a name the schema lacks (`T2.RuGuId`)
             // and the real ones lie below the likeliest: look further, at
             // the tokens the rule deems worth trying.
-            kept =
-                likeliest_allowed_beyond(&masked, allowed, |t| checker.worth_trying(self.piece(t)));
+            let worth_trying = |t| checker.worth_trying(self.piece(t));
+            kept = likeliest_allowed(&masked, worth_trying, usize::MAX, allowed);
         }
         if kept.is_empty() {
             state.rule_stuck = true;
@@ -404,24 +404,6 @@ impl TextCodec {
     }
 }
 
-/// Up to [`ALLOWED_KEPT`] tokens that `allowed` accepts among all those
-/// of `logits` (finite ones) that `worth_trying` picks, likeliest first.
-fn likeliest_allowed_beyond(
-    logits: &[f32],
-    allowed: impl Fn(u32) -> bool,
-    worth_trying: impl Fn(u32) -> bool,
-) -> Vec<u32> {
-    let mut picked: Vec<u32> = (0..logits.len() as u32)
-        .filter(|&t| logits[t as usize].is_finite() && worth_trying(t))
-        .collect();
-    picked.sort_unstable_by(|a, b| logits[*b as usize].total_cmp(&logits[*a as usize]));
-    picked
-        .into_iter()
-        .filter(|&t| allowed(t))
-        .take(ALLOWED_KEPT)
-        .collect()
-}
-
 /// A model decoding rows with guessed tokens.
 pub trait DraftTarget {
     /// Runs one input per row, all of one length, after the states each
@@ -447,17 +429,22 @@ const ALLOWED_SCAN: usize = 512;
 /// Allowed tokens enough to sample among.
 const ALLOWED_KEPT: usize = 16;
 
-/// Up to [`ALLOWED_KEPT`] tokens that `allowed` accepts among the
-/// [`ALLOWED_SCAN`] likeliest of `logits` (finite ones only), likeliest
-/// first; empty when it accepts none of them.
-fn likeliest_allowed(logits: &[f32], allowed: impl Fn(u32) -> bool) -> Vec<u32> {
+/// Up to [`ALLOWED_KEPT`] tokens that `allowed` accepts among the `scan`
+/// likeliest of the tokens of `logits` (finite ones only) that `among`
+/// picks, likeliest first; empty when it accepts none of them.
+fn likeliest_allowed(
+    logits: &[f32],
+    among: impl Fn(u32) -> bool,
+    scan: usize,
+    allowed: impl Fn(u32) -> bool,
+) -> Vec<u32> {
     let by_likelihood = |a: &u32, b: &u32| logits[*b as usize].total_cmp(&logits[*a as usize]);
     let mut order: Vec<u32> = (0..logits.len() as u32)
-        .filter(|&t| logits[t as usize].is_finite())
+        .filter(|&t| logits[t as usize].is_finite() && among(t))
         .collect();
-    if ALLOWED_SCAN < order.len() {
-        order.select_nth_unstable_by(ALLOWED_SCAN, by_likelihood);
-        order.truncate(ALLOWED_SCAN);
+    if scan < order.len() {
+        order.select_nth_unstable_by(scan, by_likelihood);
+        order.truncate(scan);
     }
     order.sort_unstable_by(by_likelihood);
     order

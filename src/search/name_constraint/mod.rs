@@ -229,15 +229,12 @@ struct NameChecker {
 /// Every run of consecutive characters of `name`, up to
 /// [`MAX_FRAGMENT_CHARS`] long.
 fn fragments_of(name: &str) -> impl Iterator<Item = String> + '_ {
-    let starts: Vec<usize> = name.char_indices().map(|(i, _)| i).collect();
-    let ends: Vec<usize> = starts.iter().skip(1).copied().chain([name.len()]).collect();
-    (0..starts.len()).flat_map(move |first| {
-        let last = (first + MAX_FRAGMENT_CHARS).min(ends.len());
-        let start = starts[first];
-        ends[first..last]
-            .iter()
-            .map(move |&end| name[start..end].to_string())
-            .collect::<Vec<_>>()
+    name.char_indices().flat_map(move |(start, _)| {
+        let rest = &name[start..];
+        let ends = rest.char_indices().skip(1).map(|(end, _)| end);
+        ends.chain([rest.len()])
+            .take(MAX_FRAGMENT_CHARS)
+            .map(move |end| rest[..end].to_string())
     })
 }
 
