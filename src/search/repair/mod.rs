@@ -578,11 +578,7 @@ impl SchemaNames {
             return None;
         }
         let alias = name_in_query(bound, qualifier)?;
-        columns_under(sql, qualifier)
-            .iter()
-            .try_fold(sql.to_string(), |sql, under| {
-                replace_qualified(&sql, (qualifier, under), (alias, under))
-            })
+        moved_under(sql, qualifier, &columns_under(sql, qualifier), alias)
     }
 
     /// `sql` with every column under `qualifier`, an alias bound nowhere,
@@ -608,9 +604,7 @@ impl SchemaNames {
             return None;
         }
         let name = name_in_query(bound, table)?;
-        wanted.iter().try_fold(sql.to_string(), |sql, column| {
-            replace_qualified(&sql, (qualifier, column), (name, column))
-        })
+        moved_under(sql, qualifier, &wanted, name)
     }
 
     /// The tables `sql` reads in `scope`: those bound there, or, when the
@@ -669,6 +663,14 @@ fn after<'a>(error: &'a str, marker: &str) -> Option<&'a str> {
     let rest = error[start..].trim();
     let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
     Some(rest[..end].trim_matches(|c| c == '"' || c == '`' || c == '\''))
+}
+
+/// `sql` with each of `columns` written under `qualifier` written under
+/// `name` instead; None when one of them is not there.
+fn moved_under(sql: &str, qualifier: &str, columns: &[&str], name: &str) -> Option<String> {
+    columns.iter().try_fold(sql.to_string(), |sql, column| {
+        replace_qualified(&sql, (qualifier, column), (name, column))
+    })
 }
 
 /// The table SQLite's "no such table" `error` names: the rest of the
