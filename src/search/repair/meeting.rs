@@ -56,7 +56,7 @@ impl SchemaNames {
 
 /// Where `a.x = b.y` begins (the piece of `a`), for every such equality
 /// between two qualified columns.
-fn equalities(pieces: &[Piece<'_>]) -> Vec<usize> {
+pub(super) fn equalities(pieces: &[Piece<'_>]) -> Vec<usize> {
     let is_word = |i: usize| matches!(pieces.get(i), Some(Piece::Word(_)));
     let is_dot = |i: usize| pieces.get(i).is_some_and(is_dot);
     let is_equals = |i: usize| matches!(pieces.get(i), Some(Piece::Other(t)) if t.trim() == "=");

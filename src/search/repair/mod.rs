@@ -16,13 +16,16 @@
 //! could be (`cut`), or, when it looped before its FROM, written on from a
 //! FROM after the loop's first turn (`looped`). A type cast inside another
 //! call, or a filter joined to the FROM clause by AND, is mended
-//! (`syntax`). A query that finds no value is joined on columns that meet
+//! (`syntax`). A query that equates two tables' keys that meet only
+//! through a third table is joined through it (`bridge`). A query that
+//! finds no value is joined on columns that meet
 //! (`meeting`), given the stored spelling of a value it compares a column
 //! with or the row a key's compared name belongs to (`respell`), or rid of
 //! a filter on a text the question never mentions (`unasked`); the values
 //! such a query compares with that no row holds are named for the model's
 //! correction, with the values their columns hold (`unmatched`).
 
+mod bridge;
 mod comparison;
 mod cut;
 mod grouping;
@@ -428,7 +431,9 @@ impl SchemaNames {
 
     /// `sql`, which ran to `outcome`, mended when that outcome falls short:
     /// a failed query fixed until it runs (`fix_until_it_runs`, `cut` as
-    /// there), one that found no value rejoined (`rejoin`), else
+    /// there); one that equates keys past the table linking them (as
+    /// written or as fixed) routed through it (`bridge_keys`); else, if it
+    /// found no value, rejoined (`rejoin`), else
     /// respelled (`respell`), else rid of a filter on a text the question
     /// and hint, `asked`, never mention (`unasked`). None when it needs no
     /// mending or none works.
@@ -441,12 +446,19 @@ impl SchemaNames {
         asked: &str,
     ) -> Option<(String, Arc<QueryResult>)> {
         match outcome {
-            Err(e) => self.fix_until_it_runs(executor, sql, &e.to_string(), cut),
+            Err(e) => {
+                let (fixed, result) = self.fix_until_it_runs(executor, sql, &e.to_string(), cut)?;
+                Some(
+                    self.bridge_keys(executor, &fixed)
+                        .unwrap_or((fixed, result)),
+                )
+            }
             Ok(result) if !result.digest.has_non_null() => self
-                .rejoin(executor, sql)
+                .bridge_keys(executor, sql)
+                .or_else(|| self.rejoin(executor, sql))
                 .or_else(|| self.respell(executor, sql))
                 .or_else(|| unasked::drop_unasked_filter(executor, sql, asked)),
-            Ok(_) => None,
+            Ok(_) => self.bridge_keys(executor, sql),
         }
     }
 

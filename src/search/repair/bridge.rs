@@ -1,0 +1,202 @@
+//! Keys joined past the table that links them. Small models often equate
+//! the keys of two tables that meet only through a third
+//! (`course.Course_ID = teacher.Teacher_ID`, where `course_arrange` refers
+//! to both): two id columns share values by accident, so the query runs,
+//! finds rows and pairs them at random. When neither column refers to the
+//! other and exactly one table refers to both, the equality goes through
+//! that table; the query is kept when it then finds a value.
+
+use super::join::KeyLink;
+use super::meeting::equalities;
+use super::{kept_if_it_finds_a_value, SchemaNames};
+use crate::db::{quote_identifier, Executor, QueryResult};
+use crate::search::sql_text::{add_join, name_in_query, pieces, table_aliases, table_bound_to};
+use std::sync::Arc;
+
+/// One side of an equality: a table and its column.
+type Side<'a> = (&'a str, &'a str);
+
+impl SchemaNames {
+    /// `sql` (which ran) with its first equality of two keys that no key
+    /// links, where one table refers to both, routed through that table,
+    /// and its result; None when there is no such equality or the routed
+    /// query finds no value.
+    pub fn bridge_keys(
+        &self,
+        executor: &Executor,
+        sql: &str,
+    ) -> Option<(String, Arc<QueryResult>)> {
+        let pieces = pieces(sql);
+        let bound = table_aliases(sql);
+        let table_of = |name: &str| table_bound_to(&bound, name);
+        for at in equalities(&pieces) {
+            let word = |i: usize| pieces[at + i].text();
+            let (Some(left), Some(right)) = (table_of(word(0)), table_of(word(4))) else {
+                continue;
+            };
+            let (left_side, right_side) = ((left, word(2)), (right, word(6)));
+            let Some((middle, to_left, to_right)) = self.bridge(left_side, right_side) else {
+                continue;
+            };
+            // The query's own name for the table between, when it reads it
+            // once; else the table joined under its own name.
+            let reads_middle = bound.iter().any(|(_, t)| t.eq_ignore_ascii_case(middle));
+            let middle_name = match name_in_query(&bound, middle) {
+                Some(name) => name.to_string(),
+                None if !reads_middle => quote_identifier(middle),
+                None => continue,
+            };
+            let (to_left, to_right) = (quote_identifier(to_left), quote_identifier(to_right));
+            let routed = format!(
+                "{}.{} = {middle_name}.{to_left} AND {middle_name}.{to_right} = {}.{}",
+                word(0),
+                word(2),
+                word(4),
+                word(6)
+            );
+            let mut texts: Vec<&str> = pieces.iter().map(|p| p.text()).collect();
+            texts.splice(at..at + 7, [routed.as_str()]);
+            let mut rewritten = texts.concat();
+            if !reads_middle {
+                rewritten = add_join(&rewritten, word(0), &format!("JOIN {middle_name}"), false)?;
+            }
+            return kept_if_it_finds_a_value(executor, rewritten);
+        }
+        None
+    }
+
+    /// The one table that refers to both sides, with its columns referring
+    /// to the left and to the right, when the two sides are keys of
+    /// different tables (each in some key link) that neither refer to one
+    /// another nor to the same column.
+    fn bridge<'s>(
+        &'s self,
+        left: Side<'_>,
+        right: Side<'_>,
+    ) -> Option<(&'s str, &'s str, &'s str)> {
+        let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+        if same(left.0, right.0) || same(left.1, right.1) {
+            return None;
+        }
+        let refers = |k: &KeyLink, (table, column): Side<'_>| {
+            same(&k.other, table) && same(&k.other_column, column)
+        };
+        let owns = |k: &KeyLink, (table, column): Side<'_>| {
+            same(&k.table, table) && same(&k.column, column)
+        };
+        let is_key = |side: Side<'_>| self.keys.iter().any(|k| refers(k, side) || owns(k, side));
+        if !is_key(left) || !is_key(right) {
+            return None;
+        }
+        let linked = self
+            .keys
+            .iter()
+            .any(|k| (owns(k, left) && refers(k, right)) || (owns(k, right) && refers(k, left)));
+        let targets = |side: Side<'_>| -> Vec<(String, String)> {
+            self.keys
+                .iter()
+                .filter(|k| owns(k, side))
+                .map(|k| (k.other.to_lowercase(), k.other_column.to_lowercase()))
+                .collect()
+        };
+        let right_targets = targets(right);
+        let same_target = targets(left).iter().any(|t| right_targets.contains(t));
+        if linked || same_target {
+            return None;
+        }
+        let referring = |side: Side<'_>| -> Vec<&KeyLink> {
+            self.keys
+                .iter()
+                .filter(|k| refers(k, side) && !same(&k.table, left.0) && !same(&k.table, right.0))
+                .collect()
+        };
+        let (to_left, to_right) = (referring(left), referring(right));
+        let mut middles = to_left
+            .iter()
+            .flat_map(|l| to_right.iter().map(move |r| (*l, *r)))
+            .filter(|(l, r)| same(&l.table, &r.table));
+        let (l, r) = middles.next()?;
+        // A table reaching a side twice, or two such tables, leave the
+        // route open.
+        let unique =
+            |links: &[&KeyLink]| links.iter().filter(|k| same(&k.table, &l.table)).count() == 1;
+        if middles.next().is_some() || !unique(&to_left) || !unique(&to_right) {
+            return None;
+        }
+        Some((l.table.as_str(), l.column.as_str(), r.column.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::db::Executor;
+    use crate::search::repair::SchemaNames;
+
+    /// Teachers and courses whose ids overlap, the table that arranges
+    /// them, and rooms that no key reaches.
+    fn school() -> (tempfile::TempDir, Executor, SchemaNames) {
+        crate::search::repair::database_from(
+            "CREATE TABLE course (Course_ID INTEGER PRIMARY KEY, Course TEXT);
+             CREATE TABLE teacher (Teacher_ID INTEGER PRIMARY KEY, Name TEXT);
+             CREATE TABLE course_arrange (Course_ID INTEGER REFERENCES course(Course_ID),
+                 Teacher_ID INTEGER REFERENCES teacher, Grade INTEGER);
+             INSERT INTO course VALUES (1, 'Math'), (2, 'Art');
+             INSERT INTO teacher VALUES (1, 'Joe'), (2, 'Ann');
+             INSERT INTO course_arrange VALUES (1, 2, 3), (2, 1, 1);",
+        )
+    }
+
+    #[test]
+    fn ids_of_two_tables_are_joined_through_the_table_that_refers_to_both() {
+        let (_dir, executor, names) = school();
+        let sql = "SELECT T2.Name, T1.Course FROM course AS T1 JOIN teacher AS T2 ON T1.Course_ID = T2.Teacher_ID ORDER BY T2.Name";
+        let (routed, result) = names.bridge_keys(&executor, sql).unwrap();
+        assert_eq!(
+            routed,
+            "SELECT T2.Name, T1.Course FROM course AS T1 JOIN teacher AS T2 ON T1.Course_ID = course_arrange.Course_ID AND course_arrange.Teacher_ID = T2.Teacher_ID JOIN course_arrange ORDER BY T2.Name"
+        );
+        // Joe teaches Art, Ann teaches Math: not the pairs equal ids give.
+        assert_eq!(result.rows.len(), 2);
+        assert_eq!(result.rows[0][0].to_string(), "Ann");
+        assert_eq!(result.rows[0][1].to_string(), "Math");
+    }
+
+    #[test]
+    fn a_table_between_that_the_query_reads_is_used_under_its_alias() {
+        let (_dir, executor, names) = school();
+        let sql = "SELECT T2.Name FROM course AS T1 JOIN teacher AS T2 ON T1.Course_ID = T2.Teacher_ID JOIN course_arrange AS T3 ON T1.Course_ID = T3.Course_ID WHERE T1.Course = 'Math'";
+        let (routed, result) = names.bridge_keys(&executor, sql).unwrap();
+        assert_eq!(
+            routed,
+            "SELECT T2.Name FROM course AS T1 JOIN teacher AS T2 ON T1.Course_ID = T3.Course_ID AND T3.Teacher_ID = T2.Teacher_ID JOIN course_arrange AS T3 ON T1.Course_ID = T3.Course_ID WHERE T1.Course = 'Math'"
+        );
+        assert_eq!(result.rows[0][0].to_string(), "Ann");
+    }
+
+    #[test]
+    fn a_query_fixed_until_it_runs_is_then_joined_through_the_table_between() {
+        let (_dir, executor, names) = school();
+        // Each column under the other table's alias: fixed first, then routed.
+        let sql = "SELECT T1.Name, T2.Course FROM course AS T1 JOIN teacher AS T2 ON T1.Course_ID = T2.Teacher_ID";
+        let (mended, result) = names
+            .mend(&executor, sql, &executor.query(sql), false, "")
+            .unwrap();
+        assert_eq!(
+            mended,
+            "SELECT T2.Name, T1.Course FROM course AS T1 JOIN teacher AS T2 ON T1.Course_ID = course_arrange.Course_ID AND course_arrange.Teacher_ID = T2.Teacher_ID JOIN course_arrange"
+        );
+        assert_eq!(result.rows.len(), 2);
+    }
+
+    #[test]
+    fn joins_along_keys_and_joins_of_other_columns_are_left_alone() {
+        let (_dir, executor, names) = school();
+        for sql in [
+            "SELECT T2.Name FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID",
+            "SELECT T2.Name FROM course AS T1 JOIN teacher AS T2 ON T1.Course = T2.Name",
+            "SELECT T1.Course FROM course AS T1 JOIN course AS T2 ON T1.Course_ID = T2.Course_ID",
+        ] {
+            assert!(names.bridge_keys(&executor, sql).is_none(), "{sql}");
+        }
+    }
+}
