@@ -155,6 +155,11 @@ def main(run, data, greedy_run):
         "3, 6, 8; 2 of 3, 4 of 6": ([3, 6, 8], lambda k: 0.66),
         "4, 8; 2 of 4": ([4, 8], lambda k: 0.5),
         "2, 8; 2 of 2": ([2, 8], lambda k: 1.0),
+        # Budgets that go past 8 only where the samples disagree: their
+        # mean tokens can match sc-8's while unsettled questions draw more.
+        "4, 8, 12, 16; 3 of 4": ([4, 8, 12, 16], lambda k: 0.75),
+        "4, 8, 16; 3 of 4": ([4, 8, 16], lambda k: 0.75),
+        "4, 8, 16; 2 of 4": ([4, 8, 16], lambda k: 0.5),
     }
     for name, (schedule, settle) in rules.items():
         if max(schedule) <= n:
