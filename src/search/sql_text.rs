@@ -480,6 +480,25 @@ pub fn join_split_name(
     })
 }
 
+/// Where `a.x = b.y` begins (the piece of `a`), for every such equality
+/// between two qualified columns.
+pub fn equalities(pieces: &[Piece<'_>]) -> Vec<usize> {
+    let is_word = |i: usize| matches!(pieces.get(i), Some(Piece::Word(_)));
+    let is_dot = |i: usize| pieces.get(i).is_some_and(is_dot);
+    let is_equals = |i: usize| matches!(pieces.get(i), Some(Piece::Other(t)) if t.trim() == "=");
+    (0..pieces.len())
+        .filter(|&i| {
+            is_word(i)
+                && is_dot(i + 1)
+                && is_word(i + 2)
+                && is_equals(i + 3)
+                && is_word(i + 4)
+                && is_dot(i + 5)
+                && is_word(i + 6)
+        })
+        .collect()
+}
+
 /// Words that end a FROM clause at its own level.
 const FROM_CLAUSE_ENDS: &[&str] = &[
     "where",

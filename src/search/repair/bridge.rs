@@ -7,10 +7,11 @@
 //! that table; the query is kept when it then finds a value.
 
 use super::join::KeyLink;
-use super::meeting::equalities;
 use super::{kept_if_it_finds_a_value, SchemaNames};
 use crate::db::{quote_identifier, Executor, QueryResult};
-use crate::search::sql_text::{add_join, name_in_query, pieces, table_aliases, table_bound_to};
+use crate::search::sql_text::{
+    add_join, equalities, name_in_query, pieces, table_aliases, table_bound_to,
+};
 use std::sync::Arc;
 
 /// One side of an equality: a table and its column.

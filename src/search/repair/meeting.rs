@@ -8,7 +8,7 @@
 
 use super::{kept_if_it_finds_a_value, SchemaNames};
 use crate::db::{quote_identifier, Executor, QueryResult};
-use crate::search::sql_text::{is_dot, pieces, table_bound_to, Piece};
+use crate::search::sql_text::{equalities, pieces, table_bound_to};
 use std::sync::Arc;
 
 impl SchemaNames {
@@ -52,25 +52,6 @@ impl SchemaNames {
         }
         kept_if_it_finds_a_value(executor, texts.concat())
     }
-}
-
-/// Where `a.x = b.y` begins (the piece of `a`), for every such equality
-/// between two qualified columns.
-pub(super) fn equalities(pieces: &[Piece<'_>]) -> Vec<usize> {
-    let is_word = |i: usize| matches!(pieces.get(i), Some(Piece::Word(_)));
-    let is_dot = |i: usize| pieces.get(i).is_some_and(is_dot);
-    let is_equals = |i: usize| matches!(pieces.get(i), Some(Piece::Other(t)) if t.trim() == "=");
-    (0..pieces.len())
-        .filter(|&i| {
-            is_word(i)
-                && is_dot(i + 1)
-                && is_word(i + 2)
-                && is_equals(i + 3)
-                && is_word(i + 4)
-                && is_dot(i + 5)
-                && is_word(i + 6)
-        })
-        .collect()
 }
 
 /// Whether some row of `left` and some row of `right` agree on the two
