@@ -93,15 +93,12 @@ impl SchemaNames {
             .keys
             .iter()
             .any(|k| (owns(k, left) && refers(k, right)) || (owns(k, right) && refers(k, left)));
-        let targets = |side: Side<'_>| -> Vec<(String, String)> {
+        // Two columns that refer to one same column are comparable.
+        let same_target = self.keys.iter().filter(|k| owns(k, left)).any(|k| {
             self.keys
                 .iter()
-                .filter(|k| owns(k, side))
-                .map(|k| (k.other.to_lowercase(), k.other_column.to_lowercase()))
-                .collect()
-        };
-        let right_targets = targets(right);
-        let same_target = targets(left).iter().any(|t| right_targets.contains(t));
+                .any(|u| owns(u, right) && refers(u, (&k.other, &k.other_column)))
+        });
         if linked || same_target {
             return None;
         }
