@@ -63,6 +63,44 @@ pub(super) fn pieces(sql: &str) -> Vec<Piece<'_>> {
     out
 }
 
+/// One unit of a query's text: a word, a string literal (quotes
+/// included), or one sign (punctuation or space) outside literals.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Unit<'a> {
+    Word(&'a str),
+    Literal(&'a str),
+    Sign(char),
+}
+
+impl Unit<'_> {
+    /// Whether the unit belongs to a (possibly qualified) name or a number.
+    pub(super) fn is_name_part(&self) -> bool {
+        matches!(self, Unit::Word(_) | Unit::Sign('.'))
+    }
+}
+
+/// The units of `sql`, each with its byte offset: what walkers that track
+/// parentheses or signs read, so a sign inside a literal is never taken
+/// for one of the query's own.
+pub(super) fn units(sql: &str) -> Vec<(usize, Unit<'_>)> {
+    let mut out = Vec::with_capacity(sql.len());
+    let mut offset = 0;
+    for piece in pieces(sql) {
+        match piece {
+            Piece::Word(word) => out.push((offset, Unit::Word(word))),
+            Piece::Other(text) if text.starts_with('\'') => out.push((offset, Unit::Literal(text))),
+            Piece::Other(text) => {
+                out.extend(
+                    text.char_indices()
+                        .map(|(i, c)| (offset + i, Unit::Sign(c))),
+                );
+            }
+        }
+        offset += piece.text().len();
+    }
+    out
+}
+
 /// The text of each string literal of `sql`, unquoted (`''` is a quote).
 pub fn string_literals(sql: &str) -> Vec<String> {
     pieces(sql)
@@ -81,7 +119,7 @@ pub(super) fn unquote(literal: &str) -> String {
     inner.replace("''", "'")
 }
 
-pub(super) fn join(pieces: &[Piece<'_>]) -> String {
+fn join(pieces: &[Piece<'_>]) -> String {
     pieces.iter().map(Piece::text).collect()
 }
 
@@ -588,6 +626,20 @@ pub fn add_join(sql: &str, name: &str, join: &str, outer_only: bool) -> Option<S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn units_keep_signs_inside_a_literal_out_of_the_signs() {
+        let sql = "f(a.b, 'it''s (x)')";
+        let signs: Vec<(usize, char)> = units(sql)
+            .into_iter()
+            .filter_map(|(at, unit)| match unit {
+                Unit::Sign(c) if !c.is_whitespace() => Some((at, c)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(signs, [(1, '('), (3, '.'), (5, ','), (18, ')')]);
+        assert!(units(sql).contains(&(7, Unit::Literal("'it''s (x)'"))));
+    }
 
     #[test]
     fn string_literals_are_unquoted_with_doubled_quotes_kept() {

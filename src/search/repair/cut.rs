@@ -6,7 +6,7 @@
 //! group, with the parentheses still open closed. What the model had
 //! written up to there stands; nothing is invented.
 
-use super::super::sql_text::{pieces, Piece, CLAUSES_AFTER_FROM};
+use super::super::sql_text::{units, Unit, CLAUSES_AFTER_FROM};
 
 /// Ends tried for one query at most, latest first.
 const MAX_ENDS: usize = 24;
@@ -31,39 +31,29 @@ pub(super) fn ended_too_soon(error: &str) -> bool {
 pub(super) fn endings(sql: &str) -> Vec<String> {
     // (byte offset, parentheses open there)
     let mut ends: Vec<(usize, i32)> = Vec::new();
-    let mut offset = 0;
     let mut depth = 0i32;
     let mut past_from = false;
-    for piece in pieces(sql) {
-        match piece {
-            Piece::Word(word) => {
+    for (at, unit) in units(sql) {
+        match unit {
+            Unit::Word(word) => {
                 let boundary = CLAUSES_AFTER_FROM
                     .iter()
                     .chain(&CONDITIONS_AND_JOINS)
                     .any(|b| word.eq_ignore_ascii_case(b));
                 if past_from && boundary {
-                    ends.push((offset, depth));
+                    ends.push((at, depth));
                 }
                 past_from |= word.eq_ignore_ascii_case("from");
-                offset += word.len();
             }
-            Piece::Other(text) if text.starts_with('\'') => offset += text.len(),
-            Piece::Other(text) => {
-                for (i, c) in text.char_indices() {
-                    match c {
-                        '(' => depth += 1,
-                        ')' => {
-                            depth -= 1;
-                            if past_from {
-                                ends.push((offset + i + 1, depth));
-                            }
-                        }
-                        ',' if past_from => ends.push((offset + i, depth)),
-                        _ => {}
-                    }
+            Unit::Sign('(') => depth += 1,
+            Unit::Sign(')') => {
+                depth -= 1;
+                if past_from {
+                    ends.push((at + 1, depth));
                 }
-                offset += text.len();
             }
+            Unit::Sign(',') if past_from => ends.push((at, depth)),
+            Unit::Literal(_) | Unit::Sign(_) => {}
         }
     }
     let mut out: Vec<String> = Vec::new();

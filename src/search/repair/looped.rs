@@ -6,7 +6,7 @@
 //! the list or expression ends, with the parentheses open there closed;
 //! the model then writes the rest from a FROM (`redecode`).
 
-use super::super::sql_text::{is_word_piece, pieces, Piece};
+use super::super::sql_text::{units, Unit};
 
 /// A turn must repeat this many times back to back (the decoder cuts at
 /// the third repeat)...
@@ -35,45 +35,35 @@ fn trailing_loop(text: &[u8]) -> Option<(usize, usize)> {
     })
 }
 
-/// The places in a query, given as its `pieces`, where a term ends and a
+/// The places in a query, given as its `units`, where a term ends and a
 /// joining sign follows (after spaces, if any): the byte offset just past
 /// the term, and the parentheses open there. Signs inside string literals
 /// do not count.
-fn term_ends(pieces: &[Piece<'_>]) -> Vec<(usize, i32)> {
+fn term_ends(units: &[(usize, Unit<'_>)]) -> Vec<(usize, i32)> {
     let mut ends = Vec::new();
     let mut depth = 0i32;
-    let mut offset = 0;
     // Just past the latest term, while only spaces have followed it.
     let mut term_end: Option<usize> = None;
-    for &piece in pieces {
-        let text = piece.text();
-        match piece {
-            Piece::Other(signs) if !signs.starts_with('\'') => {
-                for (i, c) in signs.char_indices() {
-                    match c {
-                        c if c.is_whitespace() => {}
-                        c if JOINERS.contains(&c) => {
-                            if let Some(at) = term_end.take() {
-                                ends.push((at, depth));
-                            }
-                        }
-                        '(' => {
-                            depth += 1;
-                            term_end = None;
-                        }
-                        // A closed group or quoted name ends a term.
-                        ')' | '"' | '`' | ']' => {
-                            depth -= i32::from(c == ')');
-                            term_end = Some(offset + i + 1);
-                        }
-                        _ => term_end = None,
-                    }
+    for &(at, unit) in units {
+        match unit {
+            Unit::Sign(c) if c.is_whitespace() => {}
+            Unit::Sign(c) if JOINERS.contains(&c) => {
+                if let Some(end) = term_end.take() {
+                    ends.push((end, depth));
                 }
             }
-            // A word or a string literal.
-            _ => term_end = Some(offset + text.len()),
+            Unit::Sign('(') => {
+                depth += 1;
+                term_end = None;
+            }
+            // A closed group or quoted name ends a term.
+            Unit::Sign(c @ (')' | '"' | '`' | ']')) => {
+                depth -= i32::from(c == ')');
+                term_end = Some(at + 1);
+            }
+            Unit::Sign(_) => term_end = None,
+            Unit::Word(text) | Unit::Literal(text) => term_end = Some(at + text.len()),
         }
-        offset += text.len();
     }
     ends
 }
@@ -85,13 +75,16 @@ fn term_ends(pieces: &[Piece<'_>]) -> Vec<(usize, i32)> {
 /// does not end in a loop, or a loop with no term end.
 pub(super) fn before_from(sql: &str) -> Option<String> {
     let sql = sql.trim_end();
-    let pieces = pieces(sql);
-    if pieces.iter().any(|p| is_word_piece(p, "from")) {
+    let units = units(sql);
+    if units
+        .iter()
+        .any(|(_, u)| matches!(u, Unit::Word(w) if w.eq_ignore_ascii_case("from")))
+    {
         return None;
     }
     let (start, turn) = trailing_loop(sql.as_bytes())?;
     let second_turn = start + turn..start + 2 * turn;
-    let (at, open) = term_ends(&pieces)
+    let (at, open) = term_ends(&units)
         .into_iter()
         .filter(|(at, _)| second_turn.contains(at))
         .min_by_key(|&(at, depth)| (depth, at))?;

@@ -5,6 +5,8 @@
 //! operands next to it, the rightmost first, so `a ** b ** c` reads as
 //! `a ** (b ** c)`, as in Python.
 
+use super::super::sql_text::{units, Unit};
+
 /// Rewrites made on one query at most, so a text of nothing but operators
 /// cannot keep the repair busy.
 const MAX_REWRITES: usize = 16;
@@ -26,121 +28,91 @@ pub(super) fn power_calls(sql: &str) -> Option<String> {
 /// `sql` with its last power operator outside string literals rewritten;
 /// None when there is none, or its operands cannot be told.
 fn rewrite_last(sql: &str) -> Option<String> {
-    let chars: Vec<char> = sql.chars().collect();
-    let in_literal = literal_mask(&chars);
-    let at = (0..chars.len()).rev().find(|&i| {
-        !in_literal[i]
-            && (chars[i] == '^'
-                || (chars[i] == '*' && i > 0 && chars[i - 1] == '*' && !in_literal[i - 1]))
+    let units = units(sql);
+    let sign = |i: usize| match units.get(i) {
+        Some(&(_, Unit::Sign(c))) => Some(c),
+        _ => None,
+    };
+    // The operator's last unit: `^`, or the second star of `**`.
+    let at = (0..units.len()).rev().find(|&i| {
+        sign(i) == Some('^') || (sign(i) == Some('*') && i > 0 && sign(i - 1) == Some('*'))
     })?;
-    let width = if chars[at] == '^' { 1 } else { 2 };
-    let operator_start = at + 1 - width;
-    let base_end = skip_back_spaces(&chars, operator_start);
-    let base_start = operand_before(&chars, &in_literal, base_end)?;
-    let exponent_start = skip_spaces(&chars, at + 1);
-    let exponent_end = operand_after(&chars, &in_literal, exponent_start)?;
-    let piece = |from: usize, to: usize| chars[from..to].iter().collect::<String>();
+    let operator_start = if sign(at) == Some('^') { at } else { at - 1 };
+    let is_space = |i: usize| sign(i).is_some_and(char::is_whitespace);
+    let mut base_end = operator_start;
+    while base_end > 0 && is_space(base_end - 1) {
+        base_end -= 1;
+    }
+    let base_start = operand_before(&units, base_end)?;
+    let mut exponent_start = at + 1;
+    while is_space(exponent_start) {
+        exponent_start += 1;
+    }
+    let exponent_end = operand_after(&units, exponent_start)?;
+    // Byte offset where unit `i` starts (the text's end past the last).
+    let offset = |i: usize| units.get(i).map_or(sql.len(), |&(o, _)| o);
     Some(format!(
         "{}POWER({}, {}){}",
-        piece(0, base_start),
-        piece(base_start, base_end),
-        piece(exponent_start, exponent_end),
-        piece(exponent_end, chars.len())
+        &sql[..offset(base_start)],
+        &sql[offset(base_start)..offset(base_end)],
+        &sql[offset(exponent_start)..offset(exponent_end)],
+        &sql[offset(exponent_end)..]
     ))
 }
 
-/// Whether each character lies inside a string literal (quotes included).
-fn literal_mask(chars: &[char]) -> Vec<bool> {
-    let mut inside = false;
-    chars
-        .iter()
-        .map(|&c| {
-            if c == '\'' {
-                inside = !inside;
-                true
-            } else {
-                inside
-            }
-        })
-        .collect()
-}
-
-fn is_name_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_' || c == '.'
-}
-
-fn skip_spaces(chars: &[char], mut at: usize) -> usize {
-    while chars.get(at).is_some_and(|c| c.is_whitespace()) {
-        at += 1;
-    }
-    at
-}
-
-fn skip_back_spaces(chars: &[char], mut end: usize) -> usize {
-    while end > 0 && chars[end - 1].is_whitespace() {
-        end -= 1;
-    }
-    end
-}
-
-/// Where the operand that ends at `end` starts: a parenthesised group with
-/// the name of its call, or a name or number.
-fn operand_before(chars: &[char], in_literal: &[bool], end: usize) -> Option<usize> {
-    let mut start = end;
-    if end > 0 && chars[end - 1] == ')' && !in_literal[end - 1] {
-        let mut depth = 0usize;
-        loop {
-            start = start.checked_sub(1)?;
-            match chars[start] {
-                _ if in_literal[start] => {}
-                ')' => depth += 1,
-                '(' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
-                }
-                _ => {}
-            }
+/// The unit index of the parenthesis matching the one at `at`: searched
+/// forward from an opening one, backward from a closing one.
+fn matching(units: &[(usize, Unit<'_>)], at: usize) -> Option<usize> {
+    let (deeper, forward) = match units.get(at)?.1 {
+        Unit::Sign('(') => ('(', true),
+        Unit::Sign(')') => (')', false),
+        _ => return None,
+    };
+    let mut depth = 0usize;
+    let mut walk: Box<dyn Iterator<Item = usize>> = if forward {
+        Box::new(at..units.len())
+    } else {
+        Box::new((0..=at).rev())
+    };
+    walk.find(|&i| {
+        match units[i].1 {
+            Unit::Sign(c) if c == deeper => depth += 1,
+            Unit::Sign('(' | ')') => depth -= 1,
+            _ => {}
         }
+        depth == 0
+    })
+}
+
+/// Where the operand whose units end before `end` starts: a parenthesised
+/// group with the name of its call, or a name or number.
+fn operand_before(units: &[(usize, Unit<'_>)], end: usize) -> Option<usize> {
+    let mut start = end;
+    if end > 0 && units[end - 1].1 == Unit::Sign(')') {
+        start = matching(units, end - 1)?;
     }
-    while start > 0 && is_name_char(chars[start - 1]) && !in_literal[start - 1] {
+    while start > 0 && units[start - 1].1.is_name_part() {
         start -= 1;
     }
     (start < end).then_some(start)
 }
 
-/// Where the operand that starts at `start` ends: an optional sign, then a
-/// name or number, a call, or a parenthesised group.
-fn operand_after(chars: &[char], in_literal: &[bool], start: usize) -> Option<usize> {
+/// Where the operand that starts at unit `start` ends (exclusive): an
+/// optional sign, then a name or number, a call, or a parenthesised group.
+fn operand_after(units: &[(usize, Unit<'_>)], start: usize) -> Option<usize> {
     let mut end = start;
-    if matches!(chars.get(end), Some('-' | '+')) {
-        end = skip_spaces(chars, end + 1);
-    }
-    let name_start = end;
-    while chars
-        .get(end)
-        .is_some_and(|&c| is_name_char(c) && !in_literal[end])
-    {
+    if matches!(units.get(end), Some((_, Unit::Sign('-' | '+')))) {
         end += 1;
-    }
-    if chars.get(end) == Some(&'(') {
-        let mut depth = 0usize;
-        loop {
-            match chars.get(end)? {
-                _ if in_literal[end] => {}
-                '(' => depth += 1,
-                ')' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        end += 1;
-                        break;
-                    }
-                }
-                _ => {}
-            }
+        while matches!(units.get(end), Some((_, Unit::Sign(c))) if c.is_whitespace()) {
             end += 1;
         }
+    }
+    let name_start = end;
+    while units.get(end).is_some_and(|(_, u)| u.is_name_part()) {
+        end += 1;
+    }
+    if matches!(units.get(end), Some((_, Unit::Sign('(')))) {
+        end = matching(units, end)? + 1;
     }
     (end > name_start).then_some(end)
 }

@@ -5,7 +5,7 @@
 //! with AND instead of WHERE (`FROM t AND x = 1`). SQLite reports both as
 //! a syntax error near the word, so each fix runs only for its word.
 
-use super::super::sql_text::{join, pieces, Piece, CLAUSES_AFTER_FROM};
+use super::super::sql_text::{pieces, units, Piece, Unit, CLAUSES_AFTER_FROM};
 
 /// Type names a cast converts to, as SQLite and the models write them.
 const TYPE_NAMES: &[&str] = &[
@@ -116,26 +116,18 @@ fn drop_misplaced_casts(sql: &str) -> Option<String> {
 /// tables, before any WHERE or join condition, made a WHERE; None when
 /// there is no such word.
 fn where_for_and(sql: &str) -> Option<String> {
-    let pieces = pieces(sql);
     let mut depth = 0usize;
     // The depths at which a FROM's list of tables is still open.
     let mut listing: Vec<usize> = Vec::new();
-    for (i, piece) in pieces.iter().enumerate() {
-        match piece {
-            Piece::Other(text) if !text.starts_with('\'') => {
-                for c in text.chars() {
-                    match c {
-                        '(' => depth += 1,
-                        ')' => {
-                            listing.retain(|&d| d < depth);
-                            depth = depth.saturating_sub(1);
-                        }
-                        _ => {}
-                    }
-                }
+    for (at, unit) in units(sql) {
+        match unit {
+            Unit::Sign('(') => depth += 1,
+            Unit::Sign(')') => {
+                listing.retain(|&d| d < depth);
+                depth = depth.saturating_sub(1);
             }
-            Piece::Word(w) if w.eq_ignore_ascii_case("from") => listing.push(depth),
-            Piece::Word(w)
+            Unit::Word(w) if w.eq_ignore_ascii_case("from") => listing.push(depth),
+            Unit::Word(w)
                 if CLAUSES_AFTER_FROM
                     .iter()
                     .chain(&ALSO_AFTER_TABLES)
@@ -143,13 +135,11 @@ fn where_for_and(sql: &str) -> Option<String> {
             {
                 listing.retain(|&d| d != depth);
             }
-            Piece::Word(w)
+            Unit::Word(w)
                 if (w.eq_ignore_ascii_case("and") || w.eq_ignore_ascii_case("or"))
                     && listing.last() == Some(&depth) =>
             {
-                let mut fixed = pieces.clone();
-                fixed[i] = Piece::Word("WHERE");
-                return Some(join(&fixed));
+                return Some(format!("{}WHERE{}", &sql[..at], &sql[at + w.len()..]));
             }
             _ => {}
         }
