@@ -5,7 +5,7 @@
 //! with AND instead of WHERE (`FROM t AND x = 1`). SQLite reports both as
 //! a syntax error near the word, so each fix runs only for its word.
 
-use super::super::sql_text::{pieces, units, Piece, Unit, CLAUSES_AFTER_FROM};
+use super::super::sql_text::{units, Unit, CLAUSES_AFTER_FROM};
 
 /// Type names a cast converts to, as SQLite and the models write them.
 const TYPE_NAMES: &[&str] = &[
@@ -47,46 +47,52 @@ enum Open {
 /// `sql` without each ` AS type` whose innermost open parenthesis is a
 /// call other than CAST's; None when there is none.
 fn drop_misplaced_casts(sql: &str) -> Option<String> {
-    let pieces = pieces(sql);
+    let units = units(sql);
+    let is_space = |i: usize| matches!(units.get(i), Some((_, Unit::Sign(c))) if c.is_whitespace());
+    // The first unit at or after `i` that is not a space.
+    let after_spaces = |mut i: usize| {
+        while is_space(i) {
+            i += 1;
+        }
+        i
+    };
     let mut open: Vec<Open> = Vec::new();
-    // Where each dropped ` AS type` starts: its AS.
-    let mut dropped: Vec<usize> = Vec::new();
-    for (i, piece) in pieces.iter().enumerate() {
-        match piece {
-            Piece::Other(text) if !text.starts_with('\'') => {
-                let called = match i.checked_sub(1).map(|b| &pieces[b]) {
-                    Some(Piece::Word(w)) if w.eq_ignore_ascii_case("cast") => Open::Cast,
-                    Some(Piece::Word(w))
-                        if !NOT_CALLS.iter().any(|k| w.eq_ignore_ascii_case(k)) =>
-                    {
+    // The byte ranges dropped: the spaces before each AS through its type.
+    let mut dropped: Vec<std::ops::Range<usize>> = Vec::new();
+    for (i, &(at, unit)) in units.iter().enumerate() {
+        match unit {
+            Unit::Sign('(') => {
+                // Only a parenthesis right after a word (spaces between
+                // allowed) is that word's call.
+                let before = (0..i).rev().find(|&b| !is_space(b)).map(|b| units[b].1);
+                open.push(match before {
+                    Some(Unit::Word(w)) if w.eq_ignore_ascii_case("cast") => Open::Cast,
+                    Some(Unit::Word(w)) if !NOT_CALLS.iter().any(|k| w.eq_ignore_ascii_case(k)) => {
                         Open::OtherCall
                     }
                     _ => Open::Group,
-                };
-                // Only a parenthesis right after the word (spaces between
-                // allowed) is that word's call.
-                let mut first = true;
-                for c in text.chars() {
-                    match c {
-                        '(' => open.push(if first { called } else { Open::Group }),
-                        ')' => {
-                            open.pop();
-                        }
-                        _ => {}
-                    }
-                    first &= c.is_whitespace();
-                }
+                });
             }
-            Piece::Word(w) if w.eq_ignore_ascii_case("as") => {
-                let type_follows = matches!(
-                    (pieces.get(i + 1), pieces.get(i + 2), pieces.get(i + 3)),
-                    (Some(Piece::Other(space)), Some(Piece::Word(t)), Some(Piece::Other(after)))
-                        if space.trim().is_empty()
-                            && TYPE_NAMES.iter().any(|n| t.eq_ignore_ascii_case(n))
-                            && after.trim_start().starts_with(')')
-                );
-                if type_follows && open.last() == Some(&Open::OtherCall) {
-                    dropped.push(i);
+            Unit::Sign(')') => {
+                open.pop();
+            }
+            Unit::Word(w)
+                if w.eq_ignore_ascii_case("as") && open.last() == Some(&Open::OtherCall) =>
+            {
+                let type_at = after_spaces(i + 1);
+                let closes =
+                    |t: usize| units.get(after_spaces(t + 1)).map(|u| u.1) == Some(Unit::Sign(')'));
+                // Where the type's name ends, when one follows.
+                let type_end = match units.get(type_at) {
+                    Some(&(start, Unit::Word(t)))
+                        if TYPE_NAMES.iter().any(|n| t.eq_ignore_ascii_case(n)) =>
+                    {
+                        Some(start + t.len())
+                    }
+                    _ => None,
+                };
+                if let Some(end) = type_end.filter(|_| type_at > i + 1 && closes(type_at)) {
+                    dropped.push(sql[..at].trim_end().len()..end);
                 }
             }
             _ => {}
@@ -96,19 +102,12 @@ fn drop_misplaced_casts(sql: &str) -> Option<String> {
         return None;
     }
     let mut fixed = String::with_capacity(sql.len());
-    let mut skip = 0;
-    for (i, piece) in pieces.iter().enumerate() {
-        if dropped.contains(&i) {
-            // The spaces before AS go with it; AS, a space, the type.
-            fixed.truncate(fixed.trim_end().len());
-            skip = 3;
-        }
-        if skip > 0 {
-            skip -= 1;
-            continue;
-        }
-        fixed.push_str(piece.text());
+    let mut kept_from = 0;
+    for range in dropped {
+        fixed.push_str(&sql[kept_from..range.start]);
+        kept_from = range.end;
     }
+    fixed.push_str(&sql[kept_from..]);
     Some(fixed)
 }
 
