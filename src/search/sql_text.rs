@@ -77,6 +77,18 @@ impl Unit<'_> {
     pub(super) fn is_name_part(&self) -> bool {
         matches!(self, Unit::Word(_) | Unit::Sign('.'))
     }
+
+    pub(super) fn is_space(&self) -> bool {
+        matches!(self, Unit::Sign(c) if c.is_whitespace())
+    }
+}
+
+/// The index of the first unit at or after `at` that is not a space.
+pub(super) fn skip_spaces(units: &[(usize, Unit<'_>)], mut at: usize) -> usize {
+    while units.get(at).is_some_and(|(_, u)| u.is_space()) {
+        at += 1;
+    }
+    at
 }
 
 /// The units of `sql`, each with its byte offset: what walkers that track

@@ -5,7 +5,7 @@
 //! operands next to it, the rightmost first, so `a ** b ** c` reads as
 //! `a ** (b ** c)`, as in Python.
 
-use super::super::sql_text::{units, Unit};
+use super::super::sql_text::{skip_spaces, units, Unit};
 
 /// Rewrites made on one query at most, so a text of nothing but operators
 /// cannot keep the repair busy.
@@ -38,16 +38,12 @@ fn rewrite_last(sql: &str) -> Option<String> {
         sign(i) == Some('^') || (sign(i) == Some('*') && i > 0 && sign(i - 1) == Some('*'))
     })?;
     let operator_start = if sign(at) == Some('^') { at } else { at - 1 };
-    let is_space = |i: usize| sign(i).is_some_and(char::is_whitespace);
     let mut base_end = operator_start;
-    while base_end > 0 && is_space(base_end - 1) {
+    while base_end > 0 && units[base_end - 1].1.is_space() {
         base_end -= 1;
     }
     let base_start = operand_before(&units, base_end)?;
-    let mut exponent_start = at + 1;
-    while is_space(exponent_start) {
-        exponent_start += 1;
-    }
+    let exponent_start = skip_spaces(&units, at + 1);
     let exponent_end = operand_after(&units, exponent_start)?;
     // Byte offset where unit `i` starts (the text's end past the last).
     let offset = |i: usize| units.get(i).map_or(sql.len(), |&(o, _)| o);
@@ -102,10 +98,7 @@ fn operand_before(units: &[(usize, Unit<'_>)], end: usize) -> Option<usize> {
 fn operand_after(units: &[(usize, Unit<'_>)], start: usize) -> Option<usize> {
     let mut end = start;
     if matches!(units.get(end), Some((_, Unit::Sign('-' | '+')))) {
-        end += 1;
-        while matches!(units.get(end), Some((_, Unit::Sign(c))) if c.is_whitespace()) {
-            end += 1;
-        }
+        end = skip_spaces(units, end + 1);
     }
     let name_start = end;
     while units.get(end).is_some_and(|(_, u)| u.is_name_part()) {

@@ -5,7 +5,7 @@
 //! with AND instead of WHERE (`FROM t AND x = 1`). SQLite reports both as
 //! a syntax error near the word, so each fix runs only for its word.
 
-use super::super::sql_text::{units, Unit, CLAUSES_AFTER_FROM};
+use super::super::sql_text::{skip_spaces, units, Unit, CLAUSES_AFTER_FROM};
 
 /// Type names a cast converts to, as SQLite and the models write them.
 const TYPE_NAMES: &[&str] = &[
@@ -48,14 +48,6 @@ enum Open {
 /// call other than CAST's; None when there is none.
 fn drop_misplaced_casts(sql: &str) -> Option<String> {
     let units = units(sql);
-    let is_space = |i: usize| matches!(units.get(i), Some((_, Unit::Sign(c))) if c.is_whitespace());
-    // The first unit at or after `i` that is not a space.
-    let after_spaces = |mut i: usize| {
-        while is_space(i) {
-            i += 1;
-        }
-        i
-    };
     let mut open: Vec<Open> = Vec::new();
     // The byte ranges dropped: the spaces before each AS through its type.
     let mut dropped: Vec<std::ops::Range<usize>> = Vec::new();
@@ -64,7 +56,10 @@ fn drop_misplaced_casts(sql: &str) -> Option<String> {
             Unit::Sign('(') => {
                 // Only a parenthesis right after a word (spaces between
                 // allowed) is that word's call.
-                let before = (0..i).rev().find(|&b| !is_space(b)).map(|b| units[b].1);
+                let before = (0..i)
+                    .rev()
+                    .find(|&b| !units[b].1.is_space())
+                    .map(|b| units[b].1);
                 open.push(match before {
                     Some(Unit::Word(w)) if w.eq_ignore_ascii_case("cast") => Open::Cast,
                     Some(Unit::Word(w)) if !NOT_CALLS.iter().any(|k| w.eq_ignore_ascii_case(k)) => {
@@ -79,9 +74,10 @@ fn drop_misplaced_casts(sql: &str) -> Option<String> {
             Unit::Word(w)
                 if w.eq_ignore_ascii_case("as") && open.last() == Some(&Open::OtherCall) =>
             {
-                let type_at = after_spaces(i + 1);
-                let closes =
-                    |t: usize| units.get(after_spaces(t + 1)).map(|u| u.1) == Some(Unit::Sign(')'));
+                let type_at = skip_spaces(&units, i + 1);
+                let closes = |t: usize| {
+                    units.get(skip_spaces(&units, t + 1)).map(|u| u.1) == Some(Unit::Sign(')'))
+                };
                 // Where the type's name ends, when one follows.
                 let type_end = match units.get(type_at) {
                     Some(&(start, Unit::Word(t)))
