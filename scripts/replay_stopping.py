@@ -2,6 +2,8 @@
 """Stopping rules and choice weights replayed on a Spider sc-N run.
 
 Usage: scripts/replay_stopping.py RUN_DIR [DATA_DIR] [--greedy GREEDY_RUN]
+       scripts/replay_stopping.py RUN_DIR DATA_DIR --export SAMPLES.jsonl
+       scripts/replay_stopping.py SAMPLES.jsonl
 
 An `iesr bench --method sc --samples N` run's traces hold its N samples in
 the order sc-k draws them (each row has its own seed), with the repaired
@@ -21,6 +23,13 @@ prediction, rows 1.. as drawn. Greedy's reviewer log-probability is the
 best of the samples with its result, or their mean when none has it.
 Greedy's prediction may have been corrected by execution feedback, which
 a greedy row is not, so this is an estimate.
+
+`--export FILE` writes what the replay reads of a run, one line per
+question (each sample's result as a number per question, whether it has a value and is
+right, its tokens and reviewer score, and the query's own log-probability
+where the trace holds one), so that the replay runs again from that file
+alone, without the run's folder or the databases; docs/samples/ keeps
+such files of runs reported in docs/results.md.
 """
 import argparse
 import collections
@@ -71,6 +80,30 @@ def load(run, data):
             })
         questions.append(samples)
     return questions
+
+
+def export(run, data, out):
+    """Writes the run's samples as `load` reads them, one question a line."""
+    paths = sorted(pathlib.Path(run, "traces").glob("*.json"))
+    with open(out, "w") as file:
+        for path, samples in zip(paths, load(run, data)):
+            trace = json.loads(path.read_text())
+            query = {r["sql"]: r for r in trace.get("review") or []}
+            # Results as numbers, equal where the row sets are equal (as
+            # sets compare: 1 and 1.0 alike).
+            results = {}
+            for sample, candidate in zip(samples, trace["candidates"]):
+                if sample["key"] is not None:
+                    sample["key"] = results.setdefault(sample["key"], len(results))
+                reviewed = query.get(candidate["sql"], {})
+                for field in ("query_log_prob", "query_tokens"):
+                    if field in reviewed:
+                        sample[field] = reviewed[field]
+            file.write(json.dumps({"question": path.stem, "samples": samples}) + "\n")
+
+
+def load_exported(path):
+    return [json.loads(line)["samples"] for line in pathlib.Path(path).read_text().splitlines()]
 
 
 def chosen_right(samples, empty_prior=0.1, log_prob_weight=1.0):
@@ -142,7 +175,10 @@ def with_greedy_row(questions, run, data, greedy_run):
 
 
 def main(run, data, greedy_run):
-    questions = load(run, data)
+    if run.endswith(".jsonl"):
+        questions = load_exported(run)
+    else:
+        questions = load(run, data)
     n = min(len(q) for q in questions)
     never = lambda k: 2.0  # noqa: E731
     print("rule\tEX\tgenerated tokens")
@@ -186,5 +222,11 @@ if __name__ == "__main__":
     parser.add_argument("run")
     parser.add_argument("data", nargs="?", default="../shared/datasets/spider")
     parser.add_argument("--greedy", help="a greedy run on the same questions")
+    parser.add_argument("--export", help="write the run's samples to this file and stop")
     args = parser.parse_args()
-    main(args.run, args.data, args.greedy)
+    if args.greedy and args.run.endswith(".jsonl"):
+        parser.error("--greedy needs the run's folder: an exported file holds no queries")
+    if args.export:
+        export(args.run, args.data, args.export)
+    else:
+        main(args.run, args.data, args.greedy)
