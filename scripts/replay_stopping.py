@@ -25,11 +25,12 @@ Greedy's prediction may have been corrected by execution feedback, which
 a greedy row is not, so this is an estimate.
 
 `--export FILE` writes what the replay reads of a run, one line per
-question (each sample's result as a number per question, whether it has a value and is
-right, its tokens and reviewer score, and the query's own log-probability
-where the trace holds one), so that the replay runs again from that file
-alone, without the run's folder or the databases; docs/samples/ keeps
-such files of runs reported in docs/results.md.
+question (each sample's result as a number within the question, whether
+it has a value and is right, its tokens and reviewer score, and the
+query's own log-probability where the trace holds one), so that the
+replay runs again from that file alone, without the run's folder or the
+databases; docs/samples/ keeps such files of runs reported in
+docs/results.md.
 """
 import argparse
 import collections
