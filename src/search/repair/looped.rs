@@ -46,7 +46,7 @@ fn term_ends(units: &[(usize, Unit<'_>)]) -> Vec<(usize, i32)> {
     let mut term_end: Option<usize> = None;
     for &(at, unit) in units {
         match unit {
-            Unit::Sign(c) if c.is_whitespace() => {}
+            _ if unit.is_space() => {}
             Unit::Sign(c) if JOINERS.contains(&c) => {
                 if let Some(end) = term_end.take() {
                     ends.push((end, depth));
