@@ -65,20 +65,26 @@ def load(run, data):
         call = trace["calls"][0]
         replies = call["outputs"]
         chars = sum(len(r) for r in replies) or 1
-        log_prob = {r["sql"]: r["log_prob"] for r in trace.get("review") or []}
+        reviewed = {r["sql"]: r for r in trace.get("review") or []}
         samples = []
         for i, candidate in enumerate(trace["candidates"][: len(replies)]):
             execution = candidate["execution"]
             ran = execution.get("status") == "ok"
             key = rows(data, db, candidate["sql"]) if ran else None
             preview = execution.get("preview") or []
-            samples.append({
+            review = reviewed.get(candidate["sql"], {})
+            sample = {
                 "key": key,
                 "value": ran and any(v is not None for row in preview for v in row),
                 "right": key is not None and key == gold,
                 "tokens": call["usage"]["generated_tokens"] * len(replies[i]) / chars,
-                "log_prob": log_prob.get(candidate["sql"]),
-            })
+                "log_prob": review.get("log_prob"),
+            }
+            # Kept for exports; the replay does not read them.
+            for field in ("query_log_prob", "query_tokens"):
+                if field in review:
+                    sample[field] = review[field]
+            samples.append(sample)
         questions.append(samples)
     return questions
 
@@ -88,18 +94,12 @@ def export(run, data, out):
     paths = sorted(pathlib.Path(run, "traces").glob("*.json"))
     with open(out, "w") as file:
         for path, samples in zip(paths, load(run, data)):
-            trace = json.loads(path.read_text())
-            query = {r["sql"]: r for r in trace.get("review") or []}
             # Results as numbers, equal where the row sets are equal (as
             # sets compare: 1 and 1.0 alike).
             results = {}
-            for sample, candidate in zip(samples, trace["candidates"]):
+            for sample in samples:
                 if sample["key"] is not None:
                     sample["key"] = results.setdefault(sample["key"], len(results))
-                reviewed = query.get(candidate["sql"], {})
-                for field in ("query_log_prob", "query_tokens"):
-                    if field in reviewed:
-                        sample[field] = reviewed[field]
             file.write(json.dumps({"question": path.stem, "samples": samples}) + "\n")
 
 
