@@ -17,7 +17,7 @@
 use super::decoding::RowState;
 use super::kv::{KvCache, KvSnapshot};
 use super::local::{inference, LocalModel, Prefilled};
-use super::transformer::row_logits;
+use super::transformer::{all_row_logits, row_logits};
 use super::{ContinuationScore, Generation, LanguageModel, Prompt, Sampling, Usage};
 use crate::error::{Error, Result};
 use candle_core::Tensor;
@@ -394,11 +394,8 @@ impl Scheduler {
             .forward(&input, cache)
             .map_err(inference)?;
         let codec = self.model.codec();
-        for (i, row) in self.rows.iter_mut().enumerate() {
-            let logits = row_logits(&logits, i).map_err(inference)?;
-            codec.sample_next(&mut row.state, &logits)?;
-        }
-        Ok(())
+        let logits = all_row_logits(&logits).map_err(inference)?;
+        codec.sample_rows(self.rows.iter_mut().map(|r| &mut r.state), &logits)
     }
 
     /// Takes finished rows out of the batch and answers the calls whose

@@ -9,6 +9,7 @@ use super::constraint::{TextChecker, MAX_REDRAWS};
 use super::sampler::Sampler;
 use super::{Completion, FinishReason, Prompt, Sampling};
 use crate::error::{Error, Result};
+use rayon::prelude::*;
 use std::sync::OnceLock;
 use tokenizers::Tokenizer;
 
@@ -217,6 +218,22 @@ impl TextCodec {
         Ok(())
     }
 
+    /// Draws each running row's next token from its logits (`logits[i]`
+    /// for the i-th row), the rows in parallel: on a GPU with many rows the
+    /// samplers' passes over the vocabulary would otherwise outlast the
+    /// forward pass. Each row draws from its own generator, so the result
+    /// does not depend on the order.
+    pub fn sample_rows<'a>(
+        &self,
+        rows: impl Iterator<Item = &'a mut RowState>,
+        logits: &[Vec<f32>],
+    ) -> Result<()> {
+        let rows: Vec<&mut RowState> = rows.collect();
+        rows.into_par_iter()
+            .zip(logits)
+            .try_for_each(|(state, logits)| self.sample_next(state, logits))
+    }
+
     /// Samples every row until each stops or reaches its token limit.
     /// `logits` holds each row's first distribution; `step` feeds the
     /// token each row sampled (`running[row]` false for finished rows, whose
@@ -229,11 +246,8 @@ impl TextCodec {
         mut step: impl FnMut(&[u32], &[bool]) -> Result<Vec<Vec<f32>>>,
     ) -> Result<()> {
         loop {
-            let mut next = Vec::with_capacity(rows.len());
-            for (row, state) in rows.iter_mut().enumerate() {
-                self.sample_next(state, &logits[row])?;
-                next.push(state.last_token());
-            }
+            self.sample_rows(rows.iter_mut(), &logits)?;
+            let next: Vec<u32> = rows.iter().map(RowState::last_token).collect();
             let running: Vec<bool> = rows.iter().map(RowState::is_running).collect();
             if !running.contains(&true) {
                 return Ok(());

@@ -10,7 +10,6 @@ use super::transformer::{
     Attention, Config, Embedding, FeedForward, Layer, RopeStyle, Transformer,
 };
 use crate::error::{first_line, Error, Result};
-use candle_core::quantized::QMatMul;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use serde::Deserialize;
@@ -232,7 +231,7 @@ fn build(
 ) -> candle_core::Result<Transformer> {
     let (h, hd) = (config.hidden, config.head_dim);
     let linear = |name: &str, out: usize, inp: usize| -> candle_core::Result<Matrix> {
-        Ok(Matrix::Candle(QMatMul::Tensor(vb.get((out, inp), name)?)))
+        Ok(Matrix::Dense(vb.get((out, inp), name)?))
     };
     let optional = |name: &str, size: usize| -> candle_core::Result<Option<Tensor>> {
         if vb.contains_tensor(name) {
@@ -270,7 +269,7 @@ fn build(
     }
     let final_norm = vb.get(h, "model.norm.weight")?;
     let output = if tied || !vb.contains_tensor("lm_head.weight") {
-        Matrix::Candle(QMatMul::Tensor(embed.clone()))
+        Matrix::Dense(embed.clone())
     } else {
         linear("lm_head.weight", config.vocab, h)?
     };

@@ -7,7 +7,7 @@ use super::decoding::{DraftCount, DraftTarget, RowState, TextCodec};
 use super::kv::{KvCache, KvSnapshot};
 use super::lookup::RecentAnswers;
 use super::prefix_cache::{whole_blocks, PrefixCache};
-use super::transformer::{row_logits, Config, Transformer};
+use super::transformer::{all_row_logits, row_logits, Config, Transformer};
 use super::{ContinuationScore, Generation, LanguageModel, Prompt, Sampling, Usage};
 use crate::error::{first_line, Error, Result};
 use candle_core::Tensor;
@@ -438,8 +438,8 @@ impl LocalModel {
         let mut sources = Vec::new();
         let mut rows = Vec::new();
         let mut logits = Vec::new();
-        for (request, (_, sampling)) in requests.iter().enumerate() {
-            let first = row_logits(&first_logits, request).map_err(inference)?;
+        let firsts = all_row_logits(&first_logits).map_err(inference)?;
+        for (request, ((_, sampling), first)) in requests.iter().zip(firsts).enumerate() {
             for row in 0..sampling.n.max(1) {
                 sources.push(request);
                 rows.push(RowState::new(sampling, row, limits[request]));
@@ -533,8 +533,9 @@ impl LocalModel {
                 .map_err(inference)?;
             let out = self.transformer.forward(&input, cache).map_err(inference)?;
             let mut logits = vec![Vec::new(); running.len()];
-            for (i, &row) in in_cache.iter().enumerate() {
-                logits[row] = row_logits(&out, i).map_err(inference)?;
+            let fed = all_row_logits(&out).map_err(inference)?;
+            for (&row, row_logits) in in_cache.iter().zip(fed) {
+                logits[row] = row_logits;
             }
             Ok(logits)
         })

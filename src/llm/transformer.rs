@@ -419,3 +419,9 @@ fn causal_mask(new: usize, start: usize, device: &Device) -> Result<Tensor> {
 pub fn row_logits(logits: &Tensor, row: usize) -> Result<Vec<f32>> {
     logits.get(row)?.to_dtype(DType::F32)?.to_vec1()
 }
+
+/// Every row's logits of a (rows, vocab) tensor, in one copy from the
+/// device (a copy per row waits on the GPU once per row).
+pub fn all_row_logits(logits: &Tensor) -> Result<Vec<Vec<f32>>> {
+    logits.to_dtype(DType::F32)?.to_vec2()
+}
