@@ -710,9 +710,11 @@ struct BenchArgs {
     /// Questions answered at once. A model served by --openai-url gets
     /// overlapping requests (give the server as many slots); a local model
     /// decodes the questions' calls together in shared forward passes,
-    /// repeatably for a given seed and concurrency.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
-    concurrency: u16,
+    /// repeatably for a given seed and concurrency. Default: 16 on a GPU
+    /// (--device cuda:N), where a pass over many rows costs about what one
+    /// row's does; 1 elsewhere.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    concurrency: Option<u16>,
     #[command(flatten)]
     method: MethodArgs,
     #[command(flatten)]
@@ -1154,7 +1156,10 @@ fn bench(args: BenchArgs) -> Result<()> {
     let spec = args.model.spec()?;
     let search = args.method.config(spec.gpu_class(), MethodArg::Greedy)?;
     spec.prepare(&mut pull_reporter())?;
-    let model = spec.open_for_callers(usize::from(args.concurrency))?;
+    let concurrency = args
+        .concurrency
+        .map_or_else(|| spec.default_concurrency(), usize::from);
+    let model = spec.open_for_callers(concurrency)?;
     let config = BenchConfig {
         out: args.out,
         resume: args.resume,
@@ -1162,7 +1167,7 @@ fn bench(args: BenchArgs) -> Result<()> {
         judge: open_judge(&args.method, &spec)?,
         progress: !args.json && std::io::stderr().is_terminal(),
         shard: args.shard,
-        concurrency: usize::from(args.concurrency),
+        concurrency,
     };
     let summary = iesr::eval::bench::run(&dataset, model, &config)?;
     output::print(args.json, &summary, output::bench_summary_text)
