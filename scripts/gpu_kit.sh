@@ -37,7 +37,7 @@ chmod -R u+w "$kit"
 # The tokenizer: read from the GGUF file's metadata the way iesr reads it
 # (candle's Tokenizer::from_gguf), by a small program built against the
 # crates already in Cargo.lock.
-target/release/iesr model pull qwen2.5-coder-1.5b-instruct >/dev/null
+cargo run --release --locked --quiet -- model pull qwen2.5-coder-1.5b-instruct >/dev/null
 gguf=$(ls ~/.cache/iesr/models/qwen2.5-coder-1.5b-instruct-*.gguf | head -1)
 tool=$(mktemp -d)
 mkdir -p "$tool/src"
