@@ -30,8 +30,9 @@ const CPU_PREFILL_CHUNK: usize = 128;
 /// 790 TFLOP/s): fewer, larger passes.
 const GPU_PREFILL_CHUNK: usize = 1024;
 
-fn prefill_chunk(device: &candle_core::Device) -> usize {
-    if device.is_cpu() {
+/// Prompt positions per prefill pass on the transformer's device.
+fn prefill_chunk(transformer: &Transformer) -> usize {
+    if transformer.device().is_cpu() {
         CPU_PREFILL_CHUNK
     } else {
         GPU_PREFILL_CHUNK
@@ -73,8 +74,6 @@ pub struct Prefilled {
 pub struct LocalModel {
     codec: TextCodec,
     transformer: Transformer,
-    /// Prompt positions per prefill pass, by device.
-    prefill_chunk: usize,
     prefix_cache: Mutex<PrefixCache>,
     /// Guessed tokens checked per pass (see `DRAFTED_ROWS` for which
     /// calls); 0 decodes one token per pass.
@@ -112,12 +111,11 @@ impl Questions {
 
 impl LocalModel {
     pub fn new(codec: TextCodec, transformer: Transformer) -> Self {
-        let prefill_chunk = prefill_chunk(transformer.device());
+        let prefix_cache = PrefixCache::new(PREFIX_CACHE_BYTES, prefill_chunk(&transformer));
         LocalModel {
             codec,
             transformer,
-            prefill_chunk,
-            prefix_cache: Mutex::new(PrefixCache::new(PREFIX_CACHE_BYTES, prefill_chunk)),
+            prefix_cache: Mutex::new(prefix_cache),
             max_draft: DEFAULT_MAX_DRAFT,
             questions: Mutex::new(Questions::default()),
         }
@@ -157,7 +155,7 @@ impl LocalModel {
     /// Forgets every cached prompt prefix.
     pub fn clear_prefix_cache(&self) {
         *self.prefix_cache.lock().expect("prefix cache lock") =
-            PrefixCache::new(PREFIX_CACHE_BYTES, self.prefill_chunk);
+            PrefixCache::new(PREFIX_CACHE_BYTES, prefill_chunk(&self.transformer));
     }
 
     /// The exact text the model sees for a prompt.
@@ -178,7 +176,7 @@ impl LocalModel {
         let device = self.transformer.device();
         // Whole blocks computed on from an exact, aligned start are exact
         // too; otherwise only what was exact before.
-        let chunk = self.prefill_chunk;
+        let chunk = prefill_chunk(&self.transformer);
         let exact = match &hit {
             Some(hit) if !hit.continues_exactly(chunk) => whole_blocks(hit.exact, chunk),
             _ => whole_blocks(body.len(), chunk),
@@ -510,7 +508,7 @@ impl LocalModel {
             .collect();
         let mut column = 0;
         while column < longest - 1 {
-            let width = self.prefill_chunk.min(longest - 1 - column);
+            let width = prefill_chunk(&self.transformer).min(longest - 1 - column);
             let chunk: Vec<u32> = padded
                 .iter()
                 .flat_map(|row| row[column..column + width].iter().copied())

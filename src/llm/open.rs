@@ -136,7 +136,7 @@ impl ModelSpec {
     /// a CPU, where gathering questions measured no faster, and against a
     /// server, whose number of slots is unknown here.
     pub fn default_concurrency(&self) -> usize {
-        if self.server.is_none() && self.device.starts_with("cuda") {
+        if self.server.is_none() && self.on_gpu() {
             GPU_CONCURRENCY
         } else {
             1
@@ -145,7 +145,12 @@ impl ModelSpec {
 
     /// A GPU or a server: fast enough for the search by default.
     pub fn gpu_class(&self) -> bool {
-        self.server.is_some() || self.device.starts_with("cuda")
+        self.server.is_some() || self.on_gpu()
+    }
+
+    /// Whether an in-process model runs on a GPU (`--device cuda:N`).
+    fn on_gpu(&self) -> bool {
+        self.device.starts_with("cuda")
     }
 }
 
