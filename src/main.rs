@@ -494,6 +494,12 @@ struct TreeSearchArgs {
     /// (after stage 1) instead of on more samples.
     #[arg(long)]
     reasoning_fallback: bool,
+    /// Guided search: draw greedy's query alone first and answer with it,
+    /// drawing no sample, when it runs to a value and the model gives its
+    /// reply at least this mean log-probability per token (e.g. -0.1; off
+    /// by default; a model that cannot score draws it with the samples).
+    #[arg(long, allow_hyphen_values = true)]
+    greedy_confidence: Option<f64>,
     /// Rollouts of the tree search [default: 8; the paper's search 32 on a
     /// GPU or a server]. The guided search draws up to this many samples:
     /// more than 8 split the vote without adding right answers (measured).
@@ -653,6 +659,7 @@ impl TreeSearchArgs {
                 first_play: self.first_play.unwrap_or(mcts.first_play),
                 settle: self.settle,
                 reasoning_fallback: self.reasoning_fallback,
+                greedy_confidence: self.greedy_confidence.or(mcts.greedy_confidence),
                 rollouts,
                 exploration: self.exploration.unwrap_or(mcts.exploration),
                 agreement_samples: self.agreement_samples,

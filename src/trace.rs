@@ -92,6 +92,23 @@ impl CallRecord {
         }
     }
 
+    /// A pass that scored a given text after `prompt` and generated
+    /// nothing (`stage` says what it found).
+    pub fn scored(stage: impl Into<String>, prompt: Vec<ChatMessage>, usage: Usage) -> Self {
+        CallRecord {
+            stage: stage.into(),
+            prompt,
+            temperature: 0.0,
+            n: 0,
+            seed: 0,
+            first_row: 0,
+            greedy_rows: 0,
+            outputs: Vec::new(),
+            finish_reasons: Vec::new(),
+            usage,
+        }
+    }
+
     /// Whether completion `row` was cut off (by the token limit or a loop)
     /// rather than ended by the model.
     pub fn was_cut(&self, row: usize) -> bool {

@@ -194,6 +194,10 @@ impl LanguageModel for BatchingModel {
         }
     }
 
+    fn can_score(&self) -> bool {
+        true
+    }
+
     /// The calling thread's next calls belong to a new question: the
     /// prefix cache reuses other questions' states only where they equal a
     /// fresh computation.

@@ -631,4 +631,8 @@ impl LanguageModel for LocalModel {
     fn score(&self, prompt: &Prompt, continuation: &str) -> Result<Option<ContinuationScore>> {
         self.score_continuation(prompt, continuation).map(Some)
     }
+
+    fn can_score(&self) -> bool {
+        true
+    }
 }

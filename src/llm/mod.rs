@@ -202,6 +202,12 @@ pub trait LanguageModel: Send + Sync {
         Ok(None)
     }
 
+    /// Whether `score` reports probabilities here, for a caller that would
+    /// arrange its calls differently to use them.
+    fn can_score(&self) -> bool {
+        false
+    }
+
     /// Marks the start of a new question: the calls that follow must
     /// answer as they would in a fresh process, whatever earlier questions
     /// left in caches (a resumed bench run then equals an uninterrupted

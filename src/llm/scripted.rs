@@ -95,6 +95,10 @@ impl LanguageModel for ScriptedModel {
             },
         }))
     }
+
+    fn can_score(&self) -> bool {
+        self.scorer.is_some()
+    }
 }
 
 fn text_of(prompt: &Prompt) -> String {

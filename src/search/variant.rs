@@ -185,6 +185,9 @@ fn tree_search_changes(config: &IesrConfig) -> Vec<String> {
     if !paper && mcts.settle != default_mcts.settle {
         changes.push(format!("settle {}", mcts.settle));
     }
+    if let (false, Some(threshold)) = (paper, mcts.greedy_confidence) {
+        changes.push(format!("greedy-confidence {threshold}"));
+    }
     if !paper && mcts.reasoning_fallback != default_mcts.reasoning_fallback {
         let flag = if mcts.reasoning_fallback { "" } else { "no-" };
         changes.push(format!("{flag}reasoning-fallback"));
@@ -309,5 +312,8 @@ mod tests {
             search.variant().label(),
             "iesr changed-action A0 added-action A7 @8"
         );
+        search.iesr.actions = ActionSet::load_dir(std::path::Path::new("actions")).unwrap();
+        search.iesr.mcts.greedy_confidence = Some(-0.1);
+        assert_eq!(search.variant().label(), "iesr greedy-confidence -0.1 @8");
     }
 }
