@@ -198,9 +198,10 @@ impl Search<'_> {
                 Some(threshold)
                     if greedy_rows > 0 && greedy_rows < spec.batch && self.model.can_score() =>
                 {
+                    let greedy_call = calls.len();
                     self.draw_rows(direct, greedy_rows, &mut samples, &mut calls)?;
                     samples.confident =
-                        self.greedy_is_confident(&samples, &mut calls, threshold)?;
+                        self.greedy_is_confident(&samples, &mut calls, greedy_call, threshold)?;
                     if !samples.confident {
                         self.draw_rows(direct, spec.batch - greedy_rows, &mut samples, &mut calls)?;
                     }
@@ -211,18 +212,20 @@ impl Search<'_> {
         Ok((samples, calls))
     }
 
-    /// Whether greedy's query (the one sample drawn) ran to a value and
-    /// the model found its reply likely enough: at least `threshold` nats
-    /// per token on average, scored in one pass over the cached prompt and
-    /// recorded as a call.
+    /// Whether greedy's query (the one sample drawn, by call `greedy_call`;
+    /// repairs may have added calls after it) ran to a value and the model
+    /// found its reply likely enough: at least `threshold` nats per token on
+    /// average, scored in one pass over the cached prompt and recorded as a
+    /// call.
     fn greedy_is_confident(
         &self,
         samples: &Samples,
         calls: &mut Vec<CallRecord>,
+        greedy_call: usize,
         threshold: f64,
     ) -> Result<bool> {
         let ran = samples.drawn.first().and_then(|s| s.execution.as_ref());
-        let (Some(call), true) = (calls.last(), ran.is_some_and(has_value)) else {
+        let (Some(call), true) = (calls.get(greedy_call), ran.is_some_and(has_value)) else {
             return Ok(false);
         };
         let Some(reply) = call.outputs.first() else {
