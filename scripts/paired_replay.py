@@ -26,7 +26,10 @@ import replay_stopping  # noqa: E402
 
 
 def run_verdicts(run):
-    summary = json.loads(pathlib.Path(run, "summary.json").read_text())
+    path = pathlib.Path(run, "summary.json")
+    if not path.is_file():
+        sys.exit(f"{run} has no summary.json: finish the run (iesr bench --resume) first")
+    summary = json.loads(path.read_text())
     return {
         q["question_id"]: q["verdict"] == "correct"
         for q in summary["report"]["questions"]
