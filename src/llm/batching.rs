@@ -195,7 +195,7 @@ impl LanguageModel for BatchingModel {
     }
 
     fn can_score(&self) -> bool {
-        true
+        self.model.can_score()
     }
 
     /// The calling thread's next calls belong to a new question: the
