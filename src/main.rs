@@ -1071,6 +1071,8 @@ fn open_judge(method: &MethodArgs, model: &ModelSpec) -> Result<Option<Arc<dyn L
 }
 
 fn search(args: SearchArgs) -> Result<()> {
+    // An empty question should not wait for a model to load either.
+    iesr::search::check_question(&args.question)?;
     let spec = args.model.spec()?;
     let config = args
         .method

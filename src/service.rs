@@ -6,7 +6,7 @@
 use crate::db::{render_schema, ExecConfig, Executor, IntrospectOptions, QueryResult, Schema};
 use crate::llm::LanguageModel;
 use crate::search::mcts::RolloutProgress;
-use crate::search::{Answer, Engine, Method, SearchConfig};
+use crate::search::{check_question, Answer, Engine, Method, SearchConfig};
 use crate::trace::{Cost, Trace};
 use crate::{Error, Result};
 use lru::LruCache;
@@ -229,11 +229,7 @@ impl Service {
     /// question is not empty, the budget is in range.
     pub fn check(&self, request: &AnswerRequest) -> Result<()> {
         self.database(&request.db)?;
-        if request.question.trim().is_empty() {
-            return Err(Error::InvalidArgument(
-                "the question is empty; ask a question in words".into(),
-            ));
-        }
+        check_question(&request.question)?;
         if let Some(budget) = request.budget {
             if !(1..=MAX_BUDGET).contains(&budget) {
                 return Err(Error::InvalidArgument(format!(

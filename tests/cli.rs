@@ -70,6 +70,9 @@ fn user_errors_are_one_line() {
             .contains("no such table")
     );
     assert!(one_line_error(&["sql", "--db", db, "SELECT 1", "--timeout=0"]).contains("--timeout"));
+    // Refused before any model is fetched or loaded.
+    let empty = one_line_error(&["search", "--db", db, "  "]);
+    assert!(empty.contains("the question is empty"), "{empty}");
 }
 
 #[cfg(not(feature = "llama-cpp"))]

@@ -24,7 +24,7 @@ use crate::action::ActionSet;
 use crate::db::{
     render_schema, ExecConfig, Executor, IntrospectOptions, QueryOutcome, QueryResult, Schema,
 };
-use crate::error::{QueryError, Result};
+use crate::error::{Error, QueryError, Result};
 use crate::llm::constraint::Constraint;
 use crate::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
 use crate::memory::{self, Demonstrations};
@@ -320,6 +320,7 @@ impl Engine {
         hint: Option<&str>,
         on_rollout: &mut dyn FnMut(RolloutProgress),
     ) -> Result<Answer> {
+        check_question(question)?;
         let started = Instant::now();
         self.model.begin_question();
         if let Some(judge) = &self.discriminator {
@@ -783,6 +784,17 @@ fn result_groups(outcomes: &[Result<Arc<QueryResult>, QueryError>]) -> Vec<Vec<u
     groups.into_iter().map(|(_, members)| members).collect()
 }
 
+/// Refuses a question with no words in it: asked nothing, a model still
+/// writes some query, and its answer would mean nothing.
+pub fn check_question(question: &str) -> Result<()> {
+    if question.trim().is_empty() {
+        return Err(Error::InvalidArgument(
+            "the question is empty; ask a question in words".into(),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -821,6 +833,19 @@ mod tests {
             .iter()
             .map(|c| c.stage.as_str())
             .collect()
+    }
+
+    #[test]
+    fn a_question_without_words_is_refused_before_any_model_call() {
+        let engine = engine(vec!["```sql\nSELECT 1\n```"], Method::Greedy);
+        for question in ["", "  \n\t "] {
+            let error = engine.answer(question, None).unwrap_err();
+            assert!(matches!(error, Error::InvalidArgument(_)), "{error}");
+            assert!(error.to_string().contains("the question is empty"));
+        }
+        // The script's one reply is still there for a real question.
+        let answer = engine.answer("How many singers?", None).unwrap();
+        assert_eq!(answer.sql.as_deref(), Some("SELECT 1"));
     }
 
     #[test]
