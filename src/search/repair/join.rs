@@ -343,56 +343,51 @@ mod tests {
         )
     }
 
-    #[test]
-    fn a_column_of_an_unjoined_table_is_reached_along_its_key() {
+    /// `sql` repaired on `school()` until it runs, starting from the error
+    /// SQLite gives it: the repaired text and how many rows it returns.
+    fn repaired_on_school(sql: &str) -> (String, usize) {
         let (_dir, executor, names) = school();
-        let sql = "SELECT T1.Name, T2.Course FROM course_arrange AS T1 JOIN course AS T2 ON T1.Course_ID = T2.Course_ID ORDER BY T2.Course";
-        let (fixed, result) = names
-            .fix_until_it_runs(&executor, sql, "no such column: T1.Name", false)
-            .unwrap();
-        assert_eq!(
-            fixed,
-            "SELECT teacher.Name, T2.Course FROM course_arrange AS T1 JOIN course AS T2 ON T1.Course_ID = T2.Course_ID JOIN teacher ON T1.Teacher_ID = teacher.Teacher_ID ORDER BY T2.Course"
-        );
-        assert_eq!(result.rows.len(), 2);
-    }
-
-    #[test]
-    fn a_query_with_each_column_under_the_wrong_name_is_fixed_one_by_one() {
-        let (_dir, executor, names) = school();
-        // Four fixes: two columns moved across the join, one reached by
-        // joining its table, one misspelt.
-        let sql = "SELECT T1.Course, T2.Grade, T1.Name FROM course_arrange AS T1 JOIN course AS T2 ON T1.Course_ID = T2.Course_ID WHERE T2.Cours <> 'Art'";
         let error = executor.query(sql).unwrap_err().to_string();
         let (fixed, result) = names
             .fix_until_it_runs(&executor, sql, &error, false)
             .unwrap();
+        (fixed, result.rows.len())
+    }
+
+    #[test]
+    fn a_column_of_an_unjoined_table_is_reached_along_its_key() {
+        let (fixed, rows) = repaired_on_school("SELECT T1.Name, T2.Course FROM course_arrange AS T1 JOIN course AS T2 ON T1.Course_ID = T2.Course_ID ORDER BY T2.Course");
+        assert_eq!(
+            fixed,
+            "SELECT teacher.Name, T2.Course FROM course_arrange AS T1 JOIN course AS T2 ON T1.Course_ID = T2.Course_ID JOIN teacher ON T1.Teacher_ID = teacher.Teacher_ID ORDER BY T2.Course"
+        );
+        assert_eq!(rows, 2);
+    }
+
+    #[test]
+    fn a_query_with_each_column_under_the_wrong_name_is_fixed_one_by_one() {
+        // Four fixes: two columns moved across the join, one reached by
+        // joining its table, one misspelt.
+        let (fixed, rows) = repaired_on_school("SELECT T1.Course, T2.Grade, T1.Name FROM course_arrange AS T1 JOIN course AS T2 ON T1.Course_ID = T2.Course_ID WHERE T2.Cours <> 'Art'");
         assert_eq!(
             fixed,
             "SELECT T2.Course, T1.Grade, teacher.Name FROM course_arrange AS T1 JOIN course AS T2 ON T1.Course_ID = T2.Course_ID JOIN teacher ON T1.Teacher_ID = teacher.Teacher_ID WHERE T2.Course <> 'Art'"
         );
-        assert_eq!(result.rows.len(), 1);
+        assert_eq!(rows, 1);
     }
 
     #[test]
     fn the_qualifier_written_says_where_the_join_goes() {
-        let (_dir, executor, names) = school();
         // course_arrange is also read in the subquery; T2 names the outer one.
-        let sql = "SELECT T2.Name FROM course AS T1 JOIN course_arrange AS T2 ON T1.Course_ID = T2.Course_ID WHERE T2.Grade NOT IN (SELECT Grade FROM course_arrange WHERE Grade < 2)";
-        let (fixed, result) = names
-            .fix_until_it_runs(&executor, sql, "no such column: T2.Name", false)
-            .unwrap();
+        let (fixed, rows) = repaired_on_school("SELECT T2.Name FROM course AS T1 JOIN course_arrange AS T2 ON T1.Course_ID = T2.Course_ID WHERE T2.Grade NOT IN (SELECT Grade FROM course_arrange WHERE Grade < 2)");
         assert_eq!(
             fixed,
             "SELECT teacher.Name FROM course AS T1 JOIN course_arrange AS T2 ON T1.Course_ID = T2.Course_ID JOIN teacher ON T2.Teacher_ID = teacher.Teacher_ID WHERE T2.Grade NOT IN (SELECT Grade FROM course_arrange WHERE Grade < 2)"
         );
-        assert_eq!(result.rows.len(), 1);
+        assert_eq!(rows, 1);
         // A column whose name is also a table's name is still missing from
         // the query's own tables.
-        let sql = "SELECT T1.Course FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID";
-        let (fixed, _) = names
-            .fix_until_it_runs(&executor, sql, "no such column: T1.Course", false)
-            .unwrap();
+        let (fixed, _) = repaired_on_school("SELECT T1.Course FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID");
         assert!(
             fixed.ends_with("JOIN course ON T1.Course_ID = course.Course_ID"),
             "{fixed}"
@@ -460,47 +455,35 @@ mod tests {
 
     #[test]
     fn a_bare_column_in_a_subquery_joins_at_the_subquerys_level() {
-        let (_dir, executor, names) = school();
-        let sql = "SELECT Course FROM course WHERE Course_ID IN (SELECT Course_ID FROM course_arrange WHERE Name = 'Joe')";
-        let (fixed, result) = names
-            .fix_until_it_runs(&executor, sql, "no such column: Name", false)
-            .unwrap();
+        let (fixed, rows) = repaired_on_school("SELECT Course FROM course WHERE Course_ID IN (SELECT Course_ID FROM course_arrange WHERE Name = 'Joe')");
         assert_eq!(
             fixed,
             "SELECT Course FROM course WHERE Course_ID IN (SELECT Course_ID FROM course_arrange JOIN teacher ON course_arrange.Teacher_ID = teacher.Teacher_ID WHERE teacher.Name = 'Joe')"
         );
-        assert_eq!(result.rows.len(), 1);
+        assert_eq!(rows, 1);
     }
 
     #[test]
     fn a_table_read_only_in_a_subquery_is_joined_for_the_outer_query() {
-        let (_dir, executor, names) = school();
         // teacher is read in the subquery, out of the outer query's sight;
         // the join makes `Teacher_ID` ambiguous in the outer query only.
-        let sql = "SELECT Name FROM course_arrange WHERE Grade > 1 AND Teacher_ID IN (SELECT Teacher_ID FROM teacher WHERE Room = 'C')";
-        let (fixed, result) = names
-            .fix_until_it_runs(&executor, sql, "no such column: Name", false)
-            .unwrap();
+        let (fixed, rows) = repaired_on_school("SELECT Name FROM course_arrange WHERE Grade > 1 AND Teacher_ID IN (SELECT Teacher_ID FROM teacher WHERE Room = 'C')");
         assert_eq!(
             fixed,
             "SELECT teacher.Name FROM course_arrange JOIN teacher ON course_arrange.Teacher_ID = teacher.Teacher_ID WHERE Grade > 1 AND course_arrange.Teacher_ID IN (SELECT Teacher_ID FROM teacher WHERE Room = 'C')"
         );
-        assert_eq!(result.rows.len(), 1);
+        assert_eq!(rows, 1);
     }
 
     #[test]
     fn a_dot_dropped_between_alias_and_column_is_put_back() {
-        let (_dir, executor, names) = school();
-        let sql = "SELECT T1.Grade FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID WHERE T2 Name = 'Joe'";
-        let error = executor.query(sql).unwrap_err().to_string();
-        let (fixed, _) = names
-            .fix_until_it_runs(&executor, sql, &error, false)
-            .unwrap();
+        let (fixed, _) = repaired_on_school("SELECT T1.Grade FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID WHERE T2 Name = 'Joe'");
         assert_eq!(
             fixed,
             "SELECT T1.Grade FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID WHERE T2.Name = 'Joe'"
         );
         // `Title` is no column: the words stay apart.
+        let (_dir, _executor, names) = school();
         assert!(names
             .fixes(
                 "near \"Title\": syntax error",
@@ -511,31 +494,23 @@ mod tests {
 
     #[test]
     fn a_table_two_keys_away_is_joined_through_the_table_between() {
-        let (_dir, executor, names) = school();
         // course reaches teacher only through course_arrange.
-        let sql = "SELECT Name FROM course WHERE Course = 'Math'";
-        let (fixed, result) = names
-            .fix_until_it_runs(&executor, sql, "no such column: Name", false)
-            .unwrap();
+        let (fixed, rows) = repaired_on_school("SELECT Name FROM course WHERE Course = 'Math'");
         assert_eq!(
             fixed,
             "SELECT teacher.Name FROM course JOIN course_arrange ON course.Course_ID = course_arrange.Course_ID JOIN teacher ON course_arrange.Teacher_ID = teacher.Teacher_ID WHERE Course = 'Math'"
         );
-        assert_eq!(result.rows.len(), 1);
+        assert_eq!(rows, 1);
     }
 
     #[test]
     fn an_alias_used_but_never_bound_names_the_joined_table() {
-        let (_dir, executor, names) = school();
-        let sql = "SELECT T2.Name, C.Course FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID";
-        let (fixed, result) = names
-            .fix_until_it_runs(&executor, sql, "no such column: C.Course", false)
-            .unwrap();
+        let (fixed, rows) = repaired_on_school("SELECT T2.Name, C.Course FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID");
         assert_eq!(
             fixed,
             "SELECT T2.Name, C.Course FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID JOIN course AS C ON T1.Course_ID = C.Course_ID"
         );
-        assert_eq!(result.rows.len(), 2);
+        assert_eq!(rows, 2);
     }
 
     #[test]
@@ -569,12 +544,7 @@ mod tests {
 
     #[test]
     fn an_ambiguous_column_takes_the_first_table_that_has_it() {
-        let (_dir, executor, names) = school();
-        let sql = "SELECT Teacher_ID FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID";
-        let error = executor.query(sql).unwrap_err().to_string();
-        let (fixed, _) = names
-            .fix_until_it_runs(&executor, sql, &error, false)
-            .unwrap();
+        let (fixed, _) = repaired_on_school("SELECT Teacher_ID FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID");
         assert_eq!(
             fixed,
             "SELECT T1.Teacher_ID FROM course_arrange AS T1 JOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID"
