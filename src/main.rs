@@ -393,9 +393,10 @@ impl DatasetArgs {
 #[derive(clap::Args)]
 struct MethodArgs {
     /// How candidates are produced. `search`, `serve` and `mcp` default to
-    /// greedy on a CPU (with the default model, the most answered per
-    /// second measured there) and to iesr, the search, on a GPU or an
-    /// --openai-url server; `bench` to greedy.
+    /// iesr, the search; on a CPU with --greedy-confidence -0.1, so that
+    /// greedy's query answers alone when the model is sure of it (the most
+    /// answered at about 15 s a question measured there). `bench` defaults
+    /// to greedy.
     #[arg(long, value_enum)]
     method: Option<MethodArg>,
     /// Completions drawn by --method sc.
@@ -922,14 +923,14 @@ impl ModelArgs {
     }
 }
 
-/// The method that answers a user when none is named: the search where
-/// compute is plentiful, one greedy query on a CPU.
-fn answering_method(spec: &ModelSpec) -> MethodArg {
-    if spec.gpu_class() {
-        MethodArg::Iesr
-    } else {
-        MethodArg::Greedy
+/// The settings a user is answered with: the method named, else the
+/// default answer for the device (`service::default_answering`).
+fn answering_config(method: &MethodArgs, spec: &ModelSpec) -> Result<SearchConfig> {
+    let mut config = method.config(spec.gpu_class(), MethodArg::Iesr)?;
+    if method.method.is_none() {
+        iesr::service::default_answering(&mut config, spec.gpu_class());
     }
+    Ok(config)
 }
 
 /// The model `spec` names, pulled first (with a progress bar) when it is a
@@ -1074,9 +1075,7 @@ fn search(args: SearchArgs) -> Result<()> {
     // An empty question should not wait for a model to load either.
     iesr::search::check_question(&args.question)?;
     let spec = args.model.spec()?;
-    let config = args
-        .method
-        .config(spec.gpu_class(), answering_method(&spec))?;
+    let config = answering_config(&args.method, &spec)?;
     // A bad database path or table file should not wait for a model to load.
     let db = args.source.database(Some(&args.question))?;
     let variant = config.variant().label();
@@ -1116,9 +1115,7 @@ fn search(args: SearchArgs) -> Result<()> {
 /// bad paths and flags fail before the model loads.
 fn open_service(args: &ServiceArgs) -> Result<iesr::service::Service> {
     let spec = args.model.spec()?;
-    let config = args
-        .method
-        .config(spec.gpu_class(), answering_method(&spec))?;
+    let config = answering_config(&args.method, &spec)?;
     let databases = args
         .db
         .iter()

@@ -298,6 +298,23 @@ impl Service {
     }
 }
 
+/// The mean log-probability per token from which greedy's query answers
+/// alone in the default search on a CPU.
+pub const CPU_GREEDY_CONFIDENCE: f64 = -0.1;
+
+/// Makes `config` the answer given when no method is named: the guided
+/// search. On a CPU greedy's query answers alone when the model is sure of
+/// it (unless a threshold is already set), which keeps the search near
+/// 15 s a question there; at that cost it answered the most Spider
+/// questions measured (docs/results.md).
+pub fn default_answering(config: &mut SearchConfig, gpu_class: bool) {
+    config.method = Method::Iesr;
+    let mcts = &mut config.iesr.mcts;
+    if !gpu_class && mcts.greedy_confidence.is_none() {
+        mcts.greedy_confidence = Some(CPU_GREEDY_CONFIDENCE);
+    }
+}
+
 /// `base` with `method` and its budget (sc's samples, the search's
 /// rollouts; the defaults when None).
 pub fn method_config(
@@ -403,4 +420,28 @@ pub fn parse_database_arg(arg: &str) -> Result<(String, PathBuf)> {
             Error::InvalidArgument(format!("--db {arg}: give NAME=PATH or a file path"))
         })?;
     Ok((name, path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_answer_is_the_search_and_on_a_cpu_lets_a_sure_greedy_query_answer() {
+        let mut cpu = SearchConfig::default();
+        default_answering(&mut cpu, false);
+        assert!(matches!(cpu.method, Method::Iesr));
+        assert_eq!(cpu.iesr.mcts.greedy_confidence, Some(CPU_GREEDY_CONFIDENCE));
+
+        let mut gpu = SearchConfig::default();
+        default_answering(&mut gpu, true);
+        assert!(matches!(gpu.method, Method::Iesr));
+        assert_eq!(gpu.iesr.mcts.greedy_confidence, None);
+
+        // A threshold the user set stays.
+        let mut set = SearchConfig::default();
+        set.iesr.mcts.greedy_confidence = Some(-0.3);
+        default_answering(&mut set, false);
+        assert_eq!(set.iesr.mcts.greedy_confidence, Some(-0.3));
+    }
 }

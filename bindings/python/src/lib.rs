@@ -10,7 +10,9 @@ use iesr::eval::{DatasetKind, Filters, Split};
 use iesr::llm::card::DEFAULT_MODEL;
 use iesr::llm::open::ModelSpec;
 use iesr::search::SearchConfig;
-use iesr::service::{method_config, AnswerRequest, MethodName, ScSettings, Service};
+use iesr::service::{
+    default_answering, method_config, AnswerRequest, MethodName, ScSettings, Service,
+};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -39,13 +41,18 @@ fn model_spec(model: Option<&str>, device: &str) -> ModelSpec {
     }
 }
 
-/// The method named, else the command line's default on this device.
-fn method_name(method: Option<&str>, spec: &ModelSpec) -> PyResult<MethodName> {
-    match method {
-        Some(name) => MethodName::parse(name).map_err(py_error),
-        None if spec.gpu_class() => Ok(MethodName::Iesr),
-        None => Ok(MethodName::Greedy),
-    }
+/// The method named with the engine's settings, else the command line's
+/// default answer on this device (`service::default_answering`).
+fn answering(method: Option<&str>, spec: &ModelSpec) -> PyResult<(MethodName, SearchConfig)> {
+    let mut base = SearchConfig::default();
+    let method = match method {
+        Some(name) => MethodName::parse(name).map_err(py_error)?,
+        None => {
+            default_answering(&mut base, spec.gpu_class());
+            MethodName::Iesr
+        }
+    };
+    Ok((method, base))
 }
 
 /// The registered name of a database file: its file name without the
@@ -94,10 +101,10 @@ impl Engine {
         device: &str,
     ) -> PyResult<Self> {
         let spec = model_spec(model.as_deref(), device);
-        let method = method_name(method.as_deref(), &spec)?;
+        let (method, base) = answering(method.as_deref(), &spec)?;
         let name = database_name(&db);
         let sc = ScSettings::default();
-        let config = method_config(&SearchConfig::default(), method, budget, sc);
+        let config = method_config(&base, method, budget, sc);
         let databases = [(name.clone(), db)];
         // The databases are checked before the model loads.
         iesr::service::check_databases(&databases).map_err(py_error)?;
