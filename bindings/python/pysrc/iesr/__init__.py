@@ -23,7 +23,8 @@ class Engine:
     """One SQLite database, one model and one method.
 
     method: "greedy", "sc" (self-consistency), "iesr" (the tree search) or
-    "read"; by default greedy on a CPU and the search on a GPU.
+    "read"; by default the search, on a CPU with greedy's query
+    answering alone when the model is sure of it (as `iesr search`).
     budget: samples (sc) or rollouts (iesr); the method's default if None.
     device: "cpu", or "cuda:N" in a build with CUDA.
     """
