@@ -66,9 +66,16 @@ fn cli_search_prints_sql_result_and_cost_and_writes_a_trace() {
     assert!(stdout.contains("calls, prompt tokens"), "{stdout}");
     let trace: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(trace).unwrap()).unwrap();
-    // Without --method on a CPU, one greedy query answers.
-    assert_eq!(trace["method"], "Greedy", "{}", trace["method"]);
-    assert_eq!(trace["calls"][0]["stage"], "sql_generation");
+    // Without --method on a CPU the search answers, drawing greedy's query
+    // alone first and scoring how sure the model is of it.
+    assert_eq!(trace["method"], "Iesr", "{}", trace["method"]);
+    let stage = |i: usize| trace["calls"][i]["stage"].as_str().unwrap().to_string();
+    assert_eq!(stage(0), "search A0 samples 0-0");
+    assert!(
+        stage(1).starts_with("search greedy query scored: "),
+        "{}",
+        stage(1)
+    );
     assert_eq!(answer_candidate(&trace)["execution"]["status"], "ok");
 }
 
