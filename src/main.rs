@@ -81,7 +81,7 @@ enum Command {
     /// Score predicted SQL against a benchmark's gold SQL by execution accuracy.
     Eval {
         #[command(flatten)]
-        data: DatasetArgs,
+        questions: QuestionArgs,
         /// JSONL file of {"question_id": ..., "sql": ...}, or `gold` to score
         /// the gold SQL against itself.
         #[arg(long)]
@@ -354,7 +354,8 @@ impl SourceArgs {
     }
 }
 
-/// Which benchmark questions, shared by `eval` and `bench`.
+/// Which benchmark questions; every command that reads a benchmark takes
+/// them with a subset (`QuestionArgs`).
 #[derive(clap::Args)]
 struct DatasetArgs {
     #[arg(long, value_enum)]
@@ -1268,14 +1269,14 @@ fn run(command: Command) -> Result<()> {
             output::print(json, &*result, output::result_table)
         }
         Command::Eval {
-            data,
+            questions,
             predictions,
             semantics,
             keep_distinct,
             timeout,
             json,
         } => {
-            let loaded = data.load(None, None)?;
+            let loaded = questions.load()?;
             let predictions = if predictions == "gold" {
                 if loaded
                     .examples

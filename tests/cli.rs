@@ -143,6 +143,41 @@ fn eval_scores_gold_and_reports_bad_predictions_files() {
     assert!(err.contains("--data-dir"), "{err}");
 }
 
+/// A partial run over a subset is scored against that subset alone, as
+/// `bench --subset` chose its questions, not against the whole split.
+#[test]
+fn eval_scores_only_the_subsets_questions() {
+    let dir = tempfile::tempdir().unwrap();
+    let subset = dir.path().join("subset.json");
+    std::fs::write(&subset, r#"{"question_ids": [0, 1, 2]}"#).unwrap();
+    let predictions = dir.path().join("preds.jsonl");
+    std::fs::write(
+        &predictions,
+        "{\"question_id\": \"0\", \"sql\": \"SELECT count(*) FROM singer\"}\n",
+    )
+    .unwrap();
+    let spider = datasets().join("spider");
+    let output = iesr()
+        .args([
+            "eval",
+            "--dataset",
+            "spider",
+            "--data-dir",
+            spider.to_str().unwrap(),
+            "--subset",
+            subset.to_str().unwrap(),
+            "--predictions",
+            predictions.to_str().unwrap(),
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    common::assert_success(&output);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["overall"]["scored"], 3, "{report}");
+    assert_eq!(report["overall"]["correct"], 1, "{report}");
+}
+
 /// SQLite's memory is bounded for the whole process: a value below the
 /// per-value limit still fails once SQLite's memory passes its limit.
 #[test]
