@@ -53,6 +53,8 @@ pub enum Error {
     },
     #[error("table file {}: {detail}", path.display())]
     TableFile { path: PathBuf, detail: String },
+    #[error("graph file {}: {detail}", path.display())]
+    GraphFile { path: PathBuf, detail: String },
     #[error("dataset {}: {detail}", path.display())]
     Dataset { path: PathBuf, detail: String },
     #[error("predictions {}, line {line}: {detail}; expected one JSON object per line like {{\"question_id\": 3, \"sql\": \"SELECT ...\"}}", path.display())]

@@ -9,7 +9,6 @@
 //! 'Joel Zwick'`.
 
 use super::graph_tables;
-use super::read::source_error;
 use super::sqlite_file::{self, Overwrite};
 use crate::error::{Error, Result};
 use crate::llm::card::iesr_home;
@@ -273,7 +272,7 @@ fn read_triples(path: &Path) -> Result<Vec<Triple>> {
             line.split('|').collect()
         };
         let [head, relation, tail] = parts[..] else {
-            return Err(source_error(
+            return Err(graph_file_error(
                 path,
                 format!(
                     "line {} has {} fields; write each triple as head|relation|tail (or tab-separated)",
@@ -290,9 +289,16 @@ fn read_triples(path: &Path) -> Result<Vec<Triple>> {
         });
     }
     if triples.is_empty() {
-        return Err(source_error(path, "holds no triples".into()));
+        return Err(graph_file_error(path, "holds no triples".into()));
     }
     Ok(triples)
+}
+
+fn graph_file_error(path: &Path, detail: String) -> Error {
+    Error::GraphFile {
+        path: path.to_path_buf(),
+        detail,
+    }
 }
 
 fn distinct_relations(conn: &Connection) -> rusqlite::Result<Vec<String>> {
@@ -359,6 +365,18 @@ Ronin|starred_actors|Robert De Niro
             .iter()
             .map(|t| format!("{}>{}", t.head, t.tail))
             .collect()
+    }
+
+    #[test]
+    fn a_graph_file_without_triples_is_named_as_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let refusal = |text| graph(&dir, text).err().expect("refused").to_string();
+        let empty = refusal("\n");
+        assert!(empty.starts_with("graph file "), "{empty}");
+        assert!(empty.ends_with("holds no triples"), "{empty}");
+        let two_fields = refusal("Heat|Michael Mann\n");
+        assert!(two_fields.starts_with("graph file "), "{two_fields}");
+        assert!(two_fields.contains("line 1 has 2 fields"), "{two_fields}");
     }
 
     #[test]
