@@ -213,20 +213,26 @@ mod tests {
     }
 
     fn respelled(sql: &str) -> Option<String> {
+        respelled_with_rows(sql).map(|(fixed, _)| fixed)
+    }
+
+    fn respelled_with_rows(sql: &str) -> Option<(String, Vec<Vec<Value>>)> {
         let (_dir, executor, names) = medals();
-        names.respell(&executor, sql).map(|(fixed, _)| fixed)
+        names
+            .respell(&executor, sql)
+            .map(|(fixed, result)| (fixed, result.rows.clone()))
     }
 
     #[test]
     fn a_value_held_with_a_qualifier_is_written_as_stored() {
-        let (_dir, executor, names) = medals();
         let sql = "SELECT T1.athlete FROM medals AS T1 WHERE T1.nation = 'South Korea'";
-        let (fixed, result) = names.respell(&executor, sql).unwrap();
         assert_eq!(
-            fixed,
-            "SELECT T1.athlete FROM medals AS T1 WHERE T1.nation = 'South Korea (KOR)'"
+            respelled_with_rows(sql).unwrap(),
+            (
+                "SELECT T1.athlete FROM medals AS T1 WHERE T1.nation = 'South Korea (KOR)'".into(),
+                vec![vec![Value::Text("Kim Yu-na".into())]]
+            )
         );
-        assert_eq!(result.rows, vec![vec![Value::Text("Kim Yu-na".into())]]);
         assert_eq!(
             respelled("SELECT athlete FROM medals WHERE venue = 'belgium'").unwrap(),
             "SELECT athlete FROM medals WHERE venue = 'Ghent, Belgium'"
@@ -244,14 +250,14 @@ mod tests {
 
     #[test]
     fn a_value_another_column_holds_moves_the_comparison_there() {
-        let (_dir, executor, names) = medals();
         let sql = "SELECT T1.venue FROM medals AS T1 WHERE T1.nation = 'Kim Yu-na'";
-        let (fixed, result) = names.respell(&executor, sql).unwrap();
         assert_eq!(
-            fixed,
-            "SELECT T1.venue FROM medals AS T1 WHERE T1.athlete = 'Kim Yu-na'"
+            respelled_with_rows(sql).unwrap(),
+            (
+                "SELECT T1.venue FROM medals AS T1 WHERE T1.athlete = 'Kim Yu-na'".into(),
+                vec![vec![Value::Text("Vancouver".into())]]
+            )
         );
-        assert_eq!(result.rows, vec![vec![Value::Text("Vancouver".into())]]);
         // The column's own spelling of the value comes first.
         assert_eq!(
             respelled("SELECT athlete FROM medals WHERE nation = 'japan (jpn)'").unwrap(),
