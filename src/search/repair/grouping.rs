@@ -8,12 +8,11 @@
 //! aggregates (refused as "HAVING clause on a non-aggregate query"), is a
 //! filter written in the wrong clause: it joins the WHERE.
 
+use super::rewrite::rewrite_query;
 use sqlparser::ast::{
     BinaryOperator, Expr, FunctionArguments, GroupByExpr, OrderByKind, Query, Select, SelectItem,
-    SetExpr, Statement, Visit, VisitMut, Visitor, VisitorMut,
+    SetExpr, Visit, Visitor, VisitorMut,
 };
-use sqlparser::dialect::SQLiteDialect;
-use sqlparser::parser::Parser;
 use std::ops::ControlFlow;
 
 /// Functions that aggregate (MIN and MAX only with one argument: with more
@@ -35,22 +34,6 @@ pub fn group_aggregates(sql: &str) -> Option<String> {
 pub fn having_as_filter(sql: &str) -> Option<String> {
     let mut mover = HavingMover { changed: false };
     rewrite_query(sql, &mut mover, |m| m.changed)
-}
-
-/// `sql`, one query, walked by `visitor` and written again when `changed`
-/// says the visitor changed it; None otherwise, or when the parser rejects
-/// it.
-fn rewrite_query<V: VisitorMut>(
-    sql: &str,
-    visitor: &mut V,
-    changed: impl Fn(&V) -> bool,
-) -> Option<String> {
-    let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).ok()?;
-    let [Statement::Query(query)] = statements.as_mut_slice() else {
-        return None;
-    };
-    let _ = VisitMut::visit(query.as_mut(), visitor);
-    changed(visitor).then(|| query.to_string())
 }
 
 /// Whether `select` has a GROUP BY.

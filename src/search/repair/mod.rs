@@ -16,7 +16,9 @@
 //! could be (`cut`), or, when it looped before its FROM, written on from a
 //! FROM after the loop's first turn (`looped`). A type cast inside another
 //! call, or a filter joined to the FROM clause by AND, is mended
-//! (`syntax`). A query that equates two tables' keys that meet only
+//! (`syntax`); a comparison with ALL, ANY or SOME over a subquery, which
+//! SQLite lacks, compares with the subquery's extreme or becomes an IN
+//! (`quantified`). A query that equates two tables' keys that meet only
 //! through a third table is joined through it (`bridge`). A query that
 //! finds no value is joined on columns that meet
 //! (`meeting`), given the stored spelling of a value it compares a column
@@ -33,8 +35,10 @@ mod join;
 mod looped;
 mod meeting;
 mod power;
+mod quantified;
 mod redecode;
 mod respell;
+mod rewrite;
 mod syntax;
 mod unasked;
 mod unmatched;
@@ -200,7 +204,8 @@ impl SchemaNames {
     /// the table holding the column joined along a foreign key, a table's
     /// own name replaced by its alias, an ambiguous column qualified, a
     /// query that orders or filters by an aggregate without grouping
-    /// grouped, a HAVING without aggregates made a filter, a syntax slip
+    /// grouped, a HAVING without aggregates made a filter, a comparison
+    /// with ALL or ANY over a subquery made one SQLite runs, a syntax slip
     /// mended (a dot or a name broken apart, a cast inside another call,
     /// AND for WHERE, a power operator).
     /// Empty when there is no such fix.
@@ -226,6 +231,8 @@ impl SchemaNames {
             || error.contains("unrecognized token: \"^\"")
         {
             power::power_calls(sql).into_iter().collect()
+        } else if let Some(rewritten) = quantified::fix(sql, error) {
+            vec![rewritten]
         } else if let Some(word) = syntax_error_near(error) {
             self.restore_dot(sql, word)
                 .into_iter()
