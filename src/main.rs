@@ -8,7 +8,7 @@ use iesr::db::{render_schema, ExecConfig, Executor, IntrospectOptions, Schema, S
 use iesr::eval::bench::BenchConfig;
 use iesr::eval::shard::Shard;
 use iesr::eval::{
-    self, DatasetKind, EvalOptions, Filters, LoadedDataset, Predictions, Sample, Split,
+    self, DatasetKind, EvalOptions, Filters, LoadedDataset, Predictions, Progress, Sample, Split,
 };
 use iesr::llm::card::{builtin_cards, find_card, DEFAULT_MODEL};
 use iesr::llm::open::{Backend, ModelSpec, OpenAiServer};
@@ -1172,7 +1172,7 @@ fn bench(args: BenchArgs) -> Result<()> {
         resume: args.resume,
         search,
         judge: open_judge(&args.method, &spec)?,
-        progress: !args.json && std::io::stderr().is_terminal(),
+        progress: Progress::on_stderr(args.json),
         shard: args.shard,
         concurrency,
     };
@@ -1209,7 +1209,7 @@ fn build_memory(args: MemoryBuildArgs) -> Result<()> {
     let config = iesr::eval::memory_build::BuildConfig {
         retries: args.retries,
         search,
-        progress: !args.json && std::io::stderr().is_terminal(),
+        progress: Progress::on_stderr(args.json),
     };
     let summary = iesr::eval::memory_build::build(&dataset, model, &config, &mut memory)?;
     output::print(args.json, &summary, output::memory_build_text)
@@ -1295,7 +1295,7 @@ fn run(command: Command) -> Result<()> {
                 semantics,
                 timeout: seconds(timeout, "--timeout")?,
                 keep_distinct,
-                progress: !json && std::io::stderr().is_terminal(),
+                progress: Progress::on_stderr(json),
             };
             let report = eval::score(&loaded, &predictions, &options)?;
             output::print(json, &report, output::report_text)

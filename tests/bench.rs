@@ -132,11 +132,17 @@ fn a_full_disk_stops_the_run_without_losing_finished_questions() {
     );
     assert_eq!(sql_by_question(&out).len(), 1);
 
-    // Space again: the run resumes from the finished question.
+    // Space again: the run resumes from the finished question, and off a
+    // terminal says so in a line when it is done.
     std::fs::remove_file(&blocked).unwrap();
     let resumed = bench_with(&out, 2, true, &greedy);
     common::assert_success(&resumed);
     assert_eq!(sql_by_question(&out).len(), 2);
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(
+        stderr.contains("2/2 questions; this session 1 answered, "),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@
 
 use super::dataset::{Example, LoadedDataset};
 use super::predictions::Predictions;
-use super::progress::progress_bar;
+use super::progress::{Progress, RunProgress};
 use super::score::{score, score_one, EvalOptions, Report, Verdict};
 use super::shard::Shard;
 use crate::error::{Error, Result};
@@ -29,7 +29,7 @@ pub struct BenchConfig {
     /// The model that judges candidates (`Engine::with_discriminator`);
     /// the main model when None.
     pub judge: Option<Arc<dyn LanguageModel>>,
-    pub progress: bool,
+    pub progress: Progress,
     /// The part of the dataset this run answers, when spread over machines
     /// (the dataset given is already that part).
     pub shard: Option<Shard>,
@@ -117,8 +117,8 @@ pub fn run(
         .iter()
         .filter(|e| !done.iter().any(|r| r.question_id == e.question_id))
         .collect();
-    let bar = progress_bar(dataset.examples.len(), done.len(), config.progress);
-    let mut correct = 0;
+    let mut progress =
+        RunProgress::new(dataset.examples.len(), done.len(), config.progress, "right");
     let mut record_answer = |example: &Example, answer: Answer, right: bool| -> Result<()> {
         let cost = &answer.trace.cost;
         let record = PredictionRecord {
@@ -139,15 +139,13 @@ pub fn run(
         writeln!(file, "{line}")
             .and_then(|_| file.flush())
             .map_err(|e| Error::write(&path, e))?;
-        correct += usize::from(right);
         done.push(record);
-        bar.inc(1);
-        bar.set_message(format!("correct {correct} of this session's questions"));
+        progress.answered(right);
         Ok(())
     };
     let over_data = dataset.kind.asks_of_tables_or_graphs();
     answer_all(&todo, &model, config, over_data, &mut record_answer)?;
-    bar.finish_and_clear();
+    progress.finish();
 
     let predictions = Predictions::Sql(
         done.iter()

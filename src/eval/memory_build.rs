@@ -10,7 +10,7 @@ use super::bench::engine_for;
 use super::dataset::{DatasetKind, Example, Gold, LoadedDataset};
 use super::denotation::normalise;
 use super::predictions::Predictions;
-use super::progress::progress_bar;
+use super::progress::{Progress, RunProgress};
 use super::score::{score_one, EvalOptions, Verdict};
 use crate::error::Result;
 use crate::llm::LanguageModel;
@@ -27,7 +27,7 @@ pub struct BuildConfig {
     pub retries: usize,
     /// Greedy's settings, with the demonstrations of earlier tasks if any.
     pub search: SearchConfig,
-    pub progress: bool,
+    pub progress: Progress,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -93,7 +93,7 @@ pub fn build(
         generated_tokens: 0,
         seconds: 0.0,
     };
-    let bar = progress_bar(todo.len(), 0, config.progress);
+    let mut progress = RunProgress::new(todo.len(), 0, config.progress, "kept");
     let mut engines: HashMap<PathBuf, Engine> = HashMap::new();
     for example in todo {
         let engine = engine_for(&mut engines, example, &model, &config.search, false, None)?;
@@ -115,6 +115,7 @@ pub fn build(
             engine.write_accepted(&example.question, hint, config.retries, &mut accepts)?;
         summary.annotated += 1;
         summary.generated_tokens += annotation.generated_tokens;
+        let kept = annotation.sql.is_some();
         if let Some(sql) = annotation.sql {
             summary.kept += 1;
             summary.kept_at_attempt[annotation.attempts - 1] += 1;
@@ -130,10 +131,9 @@ pub fn build(
                 query: sql,
             })?;
         }
-        bar.inc(1);
-        bar.set_message(format!("kept {} of {}", summary.kept, summary.annotated));
+        progress.answered(kept);
     }
-    bar.finish_and_clear();
+    progress.finish();
     summary.records_in_store = memory.records().len();
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)

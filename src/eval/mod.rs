@@ -16,4 +16,5 @@ pub use dataset::{
     load, read_subset, DatasetKind, Example, Filters, Gold, LoadedDataset, Sample, Split,
 };
 pub use predictions::Predictions;
+pub use progress::Progress;
 pub use score::{score, score_one, EvalOptions, QuestionScore, Report, Tally, Verdict};

@@ -5,7 +5,7 @@
 use super::dataset::{Example, Gold, LoadedDataset};
 use super::denotation::{denotes, hits_at_1};
 use super::predictions::Predictions;
-use super::progress::progress_bar;
+use super::progress::{progress_bar, Progress};
 use crate::db::guard::{has_order_by, strip_distinct};
 use crate::db::{
     bird_equal, spider_equal, ExecConfig, Executor, QueryResult, ResultDigest, Semantics,
@@ -25,7 +25,7 @@ pub struct EvalOptions {
     pub timeout: Duration,
     /// Spider only: keep DISTINCT instead of stripping it from both sides.
     pub keep_distinct: bool,
-    pub progress: bool,
+    pub progress: Progress,
 }
 
 impl Default for EvalOptions {
@@ -34,7 +34,7 @@ impl Default for EvalOptions {
             semantics: Semantics::Bird,
             timeout: Duration::from_secs(30),
             keep_distinct: false,
-            progress: false,
+            progress: Progress::Hidden,
         }
     }
 }

@@ -6,7 +6,7 @@
 
 use clap::ValueEnum;
 use iesr::eval::bench::BenchConfig;
-use iesr::eval::{DatasetKind, Filters, Split};
+use iesr::eval::{DatasetKind, Filters, Progress, Split};
 use iesr::llm::card::DEFAULT_MODEL;
 use iesr::llm::open::ModelSpec;
 use iesr::search::SearchConfig;
@@ -222,7 +222,7 @@ fn bench(
             resume,
             search,
             judge: None,
-            progress: false,
+            progress: Progress::Hidden,
             shard: None,
             concurrency: 1,
         };
