@@ -15,8 +15,8 @@ const LINE_EVERY: Duration = Duration::from_secs(60);
 pub enum Progress {
     Hidden,
     Bar,
-    /// A line on stderr at most every minute (benchmark runs; the other
-    /// runs stay quiet off a terminal).
+    /// A line on stderr at most every minute and when done (benchmark
+    /// runs and memory builds; scoring, quick, stays quiet).
     Lines,
 }
 
