@@ -4,7 +4,7 @@
 mod common;
 
 use assert_cmd::Command;
-use common::{datasets, student_club};
+use common::{datasets, json_output, student_club};
 use predicates::prelude::*;
 
 fn iesr() -> Command {
@@ -34,18 +34,13 @@ fn sql_prints_a_table() {
 #[test]
 fn sql_json_is_machine_readable() {
     let db = student_club();
-    let output = iesr()
-        .args([
-            "sql",
-            "--json",
-            "--db",
-            db.to_str().unwrap(),
-            "SELECT first_name, last_name FROM member WHERE position = 'President'",
-        ])
-        .output()
-        .unwrap();
-    common::assert_success(&output);
-    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let json = json_output(iesr().args([
+        "sql",
+        "--json",
+        "--db",
+        db.to_str().unwrap(),
+        "SELECT first_name, last_name FROM member WHERE position = 'President'",
+    ]));
     assert_eq!(
         json["columns"],
         serde_json::json!(["first_name", "last_name"])
@@ -93,23 +88,18 @@ fn llama_cpp_backend_needs_its_feature() {
 #[test]
 fn eval_scores_gold_and_reports_bad_predictions_files() {
     let bird = datasets().join("bird");
-    let output = iesr()
-        .args([
-            "eval",
-            "--dataset",
-            "bird",
-            "--data-dir",
-            bird.to_str().unwrap(),
-            "--predictions",
-            "gold",
-            "--limit",
-            "10",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    common::assert_success(&output);
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report = json_output(iesr().args([
+        "eval",
+        "--dataset",
+        "bird",
+        "--data-dir",
+        bird.to_str().unwrap(),
+        "--predictions",
+        "gold",
+        "--limit",
+        "10",
+        "--json",
+    ]));
     assert_eq!(report["ex"], 100.0);
     assert_eq!(report["overall"]["scored"], 10);
 
@@ -157,23 +147,18 @@ fn eval_scores_only_the_subsets_questions() {
     )
     .unwrap();
     let spider = datasets().join("spider");
-    let output = iesr()
-        .args([
-            "eval",
-            "--dataset",
-            "spider",
-            "--data-dir",
-            spider.to_str().unwrap(),
-            "--subset",
-            subset.to_str().unwrap(),
-            "--predictions",
-            predictions.to_str().unwrap(),
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    common::assert_success(&output);
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report = json_output(iesr().args([
+        "eval",
+        "--dataset",
+        "spider",
+        "--data-dir",
+        spider.to_str().unwrap(),
+        "--subset",
+        subset.to_str().unwrap(),
+        "--predictions",
+        predictions.to_str().unwrap(),
+        "--json",
+    ]));
     assert_eq!(report["overall"]["scored"], 3, "{report}");
     assert_eq!(report["overall"]["correct"], 1, "{report}");
 }

@@ -5,33 +5,31 @@
 mod common;
 
 use assert_cmd::Command;
-use common::{concert_singer, datasets, model_path, one_line_error};
+use common::{concert_singer, datasets, json_output, model_path, one_line_error};
 use iesr::eval::{self, DatasetKind, EvalOptions, Filters, Predictions, Verdict};
 use std::collections::HashMap;
 use std::path::Path;
 
 fn build(store: &Path) -> serde_json::Value {
-    let output = Command::cargo_bin("iesr")
-        .unwrap()
-        .args([
-            "memory",
-            "build",
-            "--dataset",
-            "spider",
-            "--db",
-            "concert_singer",
-        ])
-        .arg("--data-dir")
-        .arg(datasets().join("spider"))
-        .args(["--fraction", "0.1", "--retries", "1", "--json"])
-        .arg("--model")
-        .arg(model_path())
-        .arg("--out")
-        .arg(store)
-        .output()
-        .unwrap();
-    common::assert_success(&output);
-    serde_json::from_slice(&output.stdout).unwrap()
+    json_output(
+        Command::cargo_bin("iesr")
+            .unwrap()
+            .args([
+                "memory",
+                "build",
+                "--dataset",
+                "spider",
+                "--db",
+                "concert_singer",
+            ])
+            .arg("--data-dir")
+            .arg(datasets().join("spider"))
+            .args(["--fraction", "0.1", "--retries", "1", "--json"])
+            .arg("--model")
+            .arg(model_path())
+            .arg("--out")
+            .arg(store),
+    )
 }
 
 fn records(store: &Path) -> Vec<serde_json::Value> {

@@ -5,7 +5,7 @@
 mod common;
 
 use assert_cmd::Command;
-use common::{datasets, folder_fingerprint, model_path, one_line_error};
+use common::{datasets, folder_fingerprint, json_output, model_path, one_line_error};
 use iesr::eval::dataset::{self, DatasetKind, Filters};
 use iesr::sources::graph::Graph;
 use std::path::{Path, PathBuf};
@@ -28,13 +28,6 @@ fn iesr(home: &Path) -> Command {
     let mut command = Command::cargo_bin("iesr").unwrap();
     command.env("IESR_HOME", home);
     command
-}
-
-/// Runs `command`, which must succeed, and reads its JSON output.
-fn json_output(command: &mut Command) -> serde_json::Value {
-    let output = command.output().unwrap();
-    common::assert_success(&output);
-    serde_json::from_slice(&output.stdout).unwrap()
 }
 
 /// The demo table copied into a folder of its own, to watch that folder.

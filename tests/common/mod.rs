@@ -163,3 +163,11 @@ pub fn assert_success(output: &std::process::Output) {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// Runs `command`, which must succeed, and reads its JSON output.
+#[track_caller]
+pub fn json_output(command: &mut assert_cmd::Command) -> serde_json::Value {
+    let output = command.output().unwrap();
+    assert_success(&output);
+    serde_json::from_slice(&output.stdout).unwrap()
+}
