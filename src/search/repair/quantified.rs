@@ -3,9 +3,10 @@
 //! syntax error near ALL, or near the SELECT of `ANY (SELECT ...)`. Each
 //! becomes what SQLite runs: `= ANY` an IN, `<> ALL` a NOT IN, and an order
 //! comparison one with the subquery's extreme value (`> ALL` and `< ANY`
-//! its largest, `< ALL` and `> ANY` its smallest). One difference remains:
-//! over a subquery that finds no rows, `x > ALL` holds, while a comparison
-//! with the extreme of no rows (NULL) holds for no row.
+//! its largest, `< ALL` and `> ANY` its smallest). Two differences remain:
+//! over a subquery that finds no rows `x > ALL` holds, while a comparison
+//! with the extreme of no rows (NULL) holds for no row; and MIN and MAX
+//! skip NULL values, which make ALL unknown.
 
 use super::rewrite::{parse_query, rewrite_query};
 use sqlparser::ast::{BinaryOperator, Expr, Ident, Query, SelectItem, SetExpr, VisitorMut};
