@@ -25,7 +25,6 @@ use iesr::understand::rules::RuleBase;
 use iesr::understand::UnderstandConfig;
 use iesr::{Error, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::collections::HashSet;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -354,42 +353,6 @@ impl SourceArgs {
     }
 }
 
-/// Which benchmark questions; every command that reads a benchmark takes
-/// them with a subset (`QuestionArgs`).
-#[derive(clap::Args)]
-struct DatasetArgs {
-    #[arg(long, value_enum)]
-    dataset: DatasetKind,
-    /// The dataset's folder (holding dev.json and the databases).
-    #[arg(long)]
-    data_dir: PathBuf,
-    #[arg(long, value_enum, default_value_t = Split::All)]
-    split: Split,
-    /// Only questions on this database id.
-    #[arg(long)]
-    db: Option<String>,
-    /// At most this many questions.
-    #[arg(long)]
-    limit: Option<usize>,
-}
-
-impl DatasetArgs {
-    fn load(
-        self,
-        subset: Option<HashSet<String>>,
-        sample: Option<Sample>,
-    ) -> Result<LoadedDataset> {
-        let filters = Filters {
-            split: self.split,
-            db: self.db,
-            limit: self.limit,
-            subset,
-            sample,
-        };
-        eval::load(self.dataset, &self.data_dir, &filters)
-    }
-}
-
 /// How candidates are produced, shared by `search` and `bench`.
 #[derive(clap::Args)]
 struct MethodArgs {
@@ -680,11 +643,23 @@ impl TreeSearchArgs {
     }
 }
 
-/// A benchmark's questions, narrowed to a fixed subset.
+/// Which benchmark questions: every command that reads a benchmark takes
+/// these.
 #[derive(clap::Args)]
 struct QuestionArgs {
-    #[command(flatten)]
-    data: DatasetArgs,
+    #[arg(long, value_enum)]
+    dataset: DatasetKind,
+    /// The dataset's folder (holding dev.json and the databases).
+    #[arg(long)]
+    data_dir: PathBuf,
+    #[arg(long, value_enum, default_value_t = Split::All)]
+    split: Split,
+    /// Only questions on this database id.
+    #[arg(long)]
+    db: Option<String>,
+    /// At most this many questions.
+    #[arg(long)]
+    limit: Option<usize>,
     /// A fixed subset file (../shared/datasets/subsets/*.json).
     #[arg(long)]
     subset: Option<PathBuf>,
@@ -697,8 +672,14 @@ impl QuestionArgs {
 
     /// The questions, or a seeded share of them.
     fn load_sample(self, sample: Option<Sample>) -> Result<LoadedDataset> {
-        let subset = self.subset.as_deref().map(eval::read_subset).transpose()?;
-        self.data.load(subset, sample)
+        let filters = Filters {
+            split: self.split,
+            db: self.db,
+            limit: self.limit,
+            subset: self.subset.as_deref().map(eval::read_subset).transpose()?,
+            sample,
+        };
+        eval::load(self.dataset, &self.data_dir, &filters)
     }
 }
 
