@@ -10,8 +10,8 @@
 
 use super::rewrite::rewrite_query;
 use sqlparser::ast::{
-    BinaryOperator, Expr, FunctionArguments, GroupByExpr, OrderByKind, Query, Select, SelectItem,
-    SetExpr, Visit, Visitor, VisitorMut,
+    BinaryOperator, Expr, Function, FunctionArguments, GroupByExpr, OrderByKind, Query, Select,
+    SelectItem, SetExpr, Visit, Visitor, VisitorMut,
 };
 use std::ops::ControlFlow;
 
@@ -195,24 +195,25 @@ fn aggregates(expr: &Expr) -> bool {
             ControlFlow::Continue(())
         }
         fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
-            let Expr::Function(f) = expr else {
-                return ControlFlow::Continue(());
-            };
-            let name = f.name.to_string().to_lowercase();
-            let arguments = match &f.args {
-                FunctionArguments::List(list) => list.args.len(),
-                _ => 0,
-            };
-            let aggregate = AGGREGATES.contains(&name.as_str())
-                && (arguments <= 1 || !matches!(name.as_str(), "min" | "max"));
-            if self.depth == 0 && f.over.is_none() && aggregate {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
+            match expr {
+                Expr::Function(f) if self.depth == 0 && is_aggregate(f) => ControlFlow::Break(()),
+                _ => ControlFlow::Continue(()),
             }
         }
     }
     Visit::visit(expr, &mut Finder { depth: 0 }).is_break()
+}
+
+/// Whether `function` is a call of an aggregate (not a window function).
+pub(super) fn is_aggregate(function: &Function) -> bool {
+    let name = function.name.to_string().to_lowercase();
+    let arguments = match &function.args {
+        FunctionArguments::List(list) => list.args.len(),
+        _ => 0,
+    };
+    AGGREGATES.contains(&name.as_str())
+        && (arguments <= 1 || !matches!(name.as_str(), "min" | "max"))
+        && function.over.is_none()
 }
 
 #[cfg(test)]

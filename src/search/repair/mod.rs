@@ -18,7 +18,9 @@
 //! call, or a filter joined to the FROM clause by AND, is mended
 //! (`syntax`); a comparison with ALL, ANY or SOME over a subquery, which
 //! SQLite lacks, compares with the subquery's extreme or becomes an IN
-//! (`quantified`). A query that equates two tables' keys that meet only
+//! (`quantified`); an aggregate of aggregates (`MAX(COUNT(*))`) is
+//! computed over a derived table of the groups (`nested`). A query that
+//! equates two tables' keys that meet only
 //! through a third table is joined through it (`bridge`). A query that
 //! finds no value is joined on columns that meet
 //! (`meeting`), given the stored spelling of a value it compares a column
@@ -34,6 +36,7 @@ mod grouping;
 mod join;
 mod looped;
 mod meeting;
+mod nested;
 mod power;
 mod quantified;
 mod redecode;
@@ -203,8 +206,9 @@ impl SchemaNames {
     /// one-table query pointed at the one other table that has the column,
     /// the table holding the column joined along a foreign key, a table's
     /// own name replaced by its alias, an ambiguous column qualified, a
-    /// query that orders or filters by an aggregate without grouping
-    /// grouped, a HAVING without aggregates made a filter, a comparison
+    /// query that aggregates aggregates computed in two steps, one that
+    /// orders or filters by an aggregate without grouping grouped, a
+    /// HAVING without aggregates made a filter, a comparison
     /// with ALL or ANY over a subquery made one SQLite runs, a syntax slip
     /// mended (a dot or a name broken apart, a cast inside another call,
     /// AND for WHERE, a power operator).
@@ -224,7 +228,10 @@ impl SchemaNames {
         } else if let Some(name) = after(error, "ambiguous column name:") {
             self.qualify_ambiguous(name, sql).into_iter().collect()
         } else if error.contains("misuse of aggregate") {
-            grouping::group_aggregates(sql).into_iter().collect()
+            nested::fix(sql)
+                .into_iter()
+                .chain(grouping::group_aggregates(sql))
+                .collect()
         } else if error.contains("HAVING clause on a non-aggregate query") {
             grouping::having_as_filter(sql).into_iter().collect()
         } else if error.contains("near \"*\": syntax error")
