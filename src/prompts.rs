@@ -94,6 +94,12 @@ pub const FUNCTIONS: Template = Template {
     text: include_str!("../prompts/functions.user.txt"),
 };
 
+/// What the direct prompts say over a database that stores dates as text.
+pub const DATES: Template = Template {
+    name: "dates.user",
+    text: include_str!("../prompts/dates.user.txt"),
+};
+
 /// A function SQLite lacks, asked for in JavaScript.
 pub const FUNCTION_WRITING_SYSTEM: Template = Template {
     name: "function_writing.system",

@@ -4,6 +4,7 @@
 
 mod annotate;
 mod continuation;
+mod dates;
 pub mod extract;
 mod feedback;
 mod functions;
@@ -215,6 +216,9 @@ pub struct Engine {
     over_data: bool,
     schema: Schema,
     schema_text: String,
+    /// What the one-call prompts say about columns that hold dates as
+    /// text (empty when none does).
+    dates_paragraph: String,
     /// Characters of the schema at its richest detail, to decide whether a
     /// question's prompt shows a focused schema.
     schema_full_chars: usize,
@@ -240,6 +244,7 @@ impl Engine {
         let schema = Schema::load(db, &IntrospectOptions::default())?;
         let schema_text = render_schema(&schema, config.schema_chars);
         let schema_full_chars = focus::rendered_chars(&schema);
+        let dates_paragraph = dates::paragraph(&schema);
         let names = Arc::new(repair::SchemaNames::of(&schema));
         let constraint = config.name_constraint.then(|| {
             name_constraint::NameConstraint::for_schema(&schema, model.as_ref(), config.functions)
@@ -263,6 +268,7 @@ impl Engine {
             executor,
             schema,
             schema_text,
+            dates_paragraph,
             schema_full_chars,
             names,
             config,
@@ -636,7 +642,8 @@ impl Engine {
 
     /// What the one-call prompts show besides the schema, as prompt
     /// paragraphs: the stored values the question mentions (from `links`,
-    /// when switched on), the worked examples (none of this database; the
+    /// when switched on), how to compute with dates stored as text, the
+    /// worked examples (none of this database; the
     /// trace names them), and what functions a query may call when
     /// functions are on.
     fn evidence(&self, question: &str, links: &[LinkMatch], trace: &mut Trace) -> Result<String> {
@@ -644,7 +651,7 @@ impl Engine {
             mentioned_values::paragraph(links)
         } else {
             String::new()
-        };
+        } + &self.dates_paragraph;
         let Some(demonstrations) = &self.config.demonstrations else {
             return Ok(values + &self.functions_paragraph());
         };
@@ -693,7 +700,7 @@ impl Engine {
 #[derive(Debug, Clone, Default)]
 pub struct DirectMaterial {
     pub schema: String,
-    /// The stored values the question mentions, worked examples and the
+    /// The stored values the question mentions, notes on dates, worked examples and the
     /// functions a query may call, as prompt paragraphs (empty when none).
     pub evidence: String,
 }
