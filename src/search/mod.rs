@@ -643,17 +643,17 @@ impl Engine {
     /// What the one-call prompts show besides the schema, as prompt
     /// paragraphs: the stored values the question mentions (from `links`,
     /// when switched on), how to compute with dates stored as text, the
-    /// worked examples (none of this database; the
-    /// trace names them), and what functions a query may call when
-    /// functions are on.
+    /// worked examples (none of this database; the trace names them), and
+    /// what functions a query may call when functions are on.
     fn evidence(&self, question: &str, links: &[LinkMatch], trace: &mut Trace) -> Result<String> {
-        let values = if self.config.mentioned_values {
+        let mut paragraphs = if self.config.mentioned_values {
             mentioned_values::paragraph(links)
         } else {
             String::new()
-        } + &self.dates_paragraph;
+        };
+        paragraphs += &self.dates_paragraph;
         let Some(demonstrations) = &self.config.demonstrations else {
-            return Ok(values + &self.functions_paragraph());
+            return Ok(paragraphs + &self.functions_paragraph());
         };
         let chosen = demonstrations.memory.nearest(
             question,
@@ -664,7 +664,7 @@ impl Engine {
             .iter()
             .map(|r| format!("{}/{}/{}", r.dataset, r.db_id, r.question_id))
             .collect();
-        Ok(values + &memory::render(&chosen) + &self.functions_paragraph())
+        Ok(paragraphs + &memory::render(&chosen) + &self.functions_paragraph())
     }
 
     /// The schema focused on the tables `text` needs within `budget`
@@ -700,8 +700,9 @@ impl Engine {
 #[derive(Debug, Clone, Default)]
 pub struct DirectMaterial {
     pub schema: String,
-    /// The stored values the question mentions, notes on dates, worked examples and the
-    /// functions a query may call, as prompt paragraphs (empty when none).
+    /// The stored values the question mentions, notes on dates, worked
+    /// examples and the functions a query may call, as prompt paragraphs
+    /// (empty when none).
     pub evidence: String,
 }
 
