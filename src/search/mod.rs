@@ -833,6 +833,35 @@ mod tests {
         Engine::new(model, &concert_singer(), config).unwrap()
     }
 
+    /// The text of the prompt greedy sends for `question` over `db`.
+    fn direct_prompt_text(db: &std::path::Path, question: &str) -> String {
+        let model = Arc::new(ScriptedModel::new(Vec::<String>::new()));
+        let config = SearchConfig {
+            mentioned_values: false,
+            ..SearchConfig::default()
+        };
+        let engine = Engine::new(model, db, config).unwrap();
+        match engine.direct_request(question, None).unwrap().0 {
+            Prompt::Chat(messages) => messages.into_iter().map(|m| m.content).collect(),
+            Prompt::Raw(text) => text,
+        }
+    }
+
+    #[test]
+    fn the_direct_prompt_names_the_columns_that_hold_dates_as_text() {
+        let transcripts = concert_singer()
+            .parent()
+            .and_then(|d| d.parent())
+            .unwrap()
+            .join("student_transcripts_tracking/student_transcripts_tracking.sqlite");
+        let text = direct_prompt_text(&transcripts, "When was the first transcript released?");
+        assert!(text.contains("Transcripts.transcript_date"), "{text}");
+        assert!(text.contains("julianday(b) - julianday(a)"), "{text}");
+        // No column of concert_singer holds a date.
+        let text = direct_prompt_text(&concert_singer(), "How many singers are there?");
+        assert!(!text.contains("Dates:"), "{text}");
+    }
+
     /// The stages of an answer's calls, in order.
     pub(super) fn stages(answer: &Answer) -> Vec<&str> {
         answer
