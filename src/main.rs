@@ -4,7 +4,9 @@ mod output;
 
 use clap::{Parser, Subcommand};
 use iesr::action::ActionSet;
-use iesr::db::{render_schema, ExecConfig, Executor, IntrospectOptions, Schema, Semantics};
+use iesr::db::{
+    render_schema, ExecConfig, Executor, IntrospectOptions, PlainNames, Schema, Semantics,
+};
 use iesr::eval::bench::BenchConfig;
 use iesr::eval::shard::Shard;
 use iesr::eval::{
@@ -1227,7 +1229,12 @@ fn run(command: Command) -> Result<()> {
             if json {
                 output::print_json(&schema)
             } else {
-                output::print_text(&render_schema(&schema, max_chars))
+                // Names that must be quoted are shown as the model sees them.
+                let shown = match PlainNames::of(&schema) {
+                    Some(names) => names.plain_schema(&schema),
+                    None => schema,
+                };
+                output::print_text(&render_schema(&shown, max_chars))
             }
         }
         Command::Sql {

@@ -5,6 +5,7 @@
 use super::digest::ResultDigest;
 use super::guard::{authorize, check_single_read, normalize};
 use super::open::{open_read_only, Deadline};
+use super::plain_names::PlainNames;
 use super::value::Value;
 use crate::error::{QueryError, Result};
 use crate::functions;
@@ -94,6 +95,8 @@ pub struct Executor {
     /// parallel queries each run on their own connection.
     pool: Mutex<Vec<GuardedConnection>>,
     cache: Mutex<LruCache<String, Cached>>,
+    /// The plain words queries may use for names that must be quoted.
+    plain_names: Option<PlainNames>,
 }
 
 /// A cached outcome and the text that ran to it: two layouts of one query
@@ -122,7 +125,15 @@ impl Executor {
             config,
             pool: Mutex::new(vec![first]),
             cache: Mutex::new(LruCache::new(capacity)),
+            plain_names: None,
         })
+    }
+
+    /// Lets queries write `names`' plain words for names that must be
+    /// quoted; their errors speak of those words too.
+    pub fn with_plain_names(mut self, names: Option<PlainNames>) -> Self {
+        self.plain_names = names;
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -209,13 +220,31 @@ impl Executor {
 
     /// Checks, prepares and steps one query under the time limit, feeding
     /// each row to `keep` (with its index) and into the digest.
-    fn run(
-        &self,
-        sql: &str,
-        mut keep: impl FnMut(usize, Vec<Value>),
-    ) -> Result<Stepped, QueryError> {
+    fn run(&self, sql: &str, keep: impl FnMut(usize, Vec<Value>)) -> Result<Stepped, QueryError> {
         let (program, body) = functions::split(sql);
         check_single_read(body)?;
+        let Some(names) = &self.plain_names else {
+            return self.run_as_written(sql, program, keep);
+        };
+        let (real, anchors) = names.to_real(sql);
+        self.run_as_written(&real, program, keep)
+            .map_err(|e| match e {
+                QueryError::Sql(message) => QueryError::Sql(names.to_plain(&message)),
+                QueryError::SqlAt { message, offset } => QueryError::SqlAt {
+                    message: names.to_plain(&message),
+                    offset: PlainNames::offset_in_plain(&anchors, offset),
+                },
+                other => other,
+            })
+    }
+
+    /// [`Executor::run`] of a query whose names are the database's own.
+    fn run_as_written(
+        &self,
+        sql: &str,
+        program: Option<&str>,
+        mut keep: impl FnMut(usize, Vec<Value>),
+    ) -> Result<Stepped, QueryError> {
         let guarded = self.take_connection()?;
         guarded.denied.store(false, Ordering::Relaxed);
         guarded.deadline.arm(self.config.timeout);

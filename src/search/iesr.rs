@@ -197,6 +197,7 @@ impl Engine {
         let built = ValueIndex::for_database(
             self.executor.path(),
             &self.schema,
+            self.plain_names.as_ref(),
             &self.config.iesr.index_dir,
         )?;
         Ok(self.value_index.get_or_init(|| built))

@@ -23,7 +23,8 @@ mod variant;
 
 use crate::action::ActionSet;
 use crate::db::{
-    render_schema, ExecConfig, Executor, IntrospectOptions, QueryOutcome, QueryResult, Schema,
+    render_schema, ExecConfig, Executor, IntrospectOptions, PlainNames, QueryOutcome, QueryResult,
+    Schema,
 };
 use crate::error::{Error, QueryError, Result};
 use crate::llm::constraint::Constraint;
@@ -214,6 +215,10 @@ pub struct Engine {
     /// The database holds tables or a graph made from files
     /// (`over_tables_or_graph`).
     over_data: bool,
+    /// The plain words the schema shows for names that must be quoted
+    /// (`crate::db::plain_names`); answers leave with the real names.
+    plain_names: Option<PlainNames>,
+    /// The schema as the model sees it (plain words for quoted names).
     schema: Schema,
     schema_text: String,
     /// What the one-call prompts say about columns that hold dates as
@@ -240,8 +245,14 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(model: Arc<dyn LanguageModel>, db: &Path, config: SearchConfig) -> Result<Self> {
-        let executor = Executor::open(db, config.exec.clone())?;
-        let schema = Schema::load(db, &IntrospectOptions::default())?;
+        let real_schema = Schema::load(db, &IntrospectOptions::default())?;
+        let plain_names = PlainNames::of(&real_schema);
+        let executor =
+            Executor::open(db, config.exec.clone())?.with_plain_names(plain_names.clone());
+        let schema = match &plain_names {
+            Some(names) => names.plain_schema(&real_schema),
+            None => real_schema,
+        };
         let schema_text = render_schema(&schema, config.schema_chars);
         let schema_full_chars = focus::rendered_chars(&schema);
         let dates_paragraph = dates::paragraph(&schema);
@@ -266,6 +277,7 @@ impl Engine {
             model,
             discriminator: None,
             executor,
+            plain_names,
             schema,
             schema_text,
             dates_paragraph,
@@ -351,6 +363,12 @@ impl Engine {
         };
         if self.reads_when_nothing_found() {
             answer = self.read_when_nothing_found(question, hint, answer)?;
+        }
+        if let Some(names) = &self.plain_names {
+            answer.sql = answer.sql.map(|sql| names.to_real(&sql).0);
+            for candidate in &mut answer.trace.candidates {
+                candidate.sql = names.to_real(&candidate.sql).0;
+            }
         }
         answer.trace.answer = answer.sql.clone();
         answer.trace.cost.seconds = started.elapsed().as_secs_f64();
@@ -1298,5 +1316,58 @@ SELECT nosuch FROM singer
             .unwrap();
         assert!(answer.sql.is_none());
         assert_eq!(answer.confidence, 0.0);
+    }
+
+    /// A shop whose table and column names hold spaces, as many real
+    /// databases' do.
+    fn spaced_shop(dir: &std::path::Path) -> std::path::PathBuf {
+        let path = dir.join("shop.sqlite");
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                r#"CREATE TABLE Products (sku TEXT PRIMARY KEY, "Unit Price" REAL);
+                CREATE TABLE "Order Items" (order_id INTEGER, sku TEXT REFERENCES Products(sku), qty INTEGER);
+                INSERT INTO Products VALUES ('A1', 2.5), ('B2', 10);
+                INSERT INTO "Order Items" VALUES (1, 'A1', 4), (1, 'B2', 1), (2, 'B2', 3);"#,
+            )
+            .unwrap();
+        path
+    }
+
+    #[test]
+    fn names_with_spaces_are_plain_words_to_the_model_and_real_in_the_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let shop = spaced_shop(dir.path());
+        let prompt = direct_prompt_text(&shop, "What is the revenue?");
+        assert!(prompt.contains("CREATE TABLE Order_Items"), "{prompt}");
+        assert!(prompt.contains("Unit_Price REAL"), "{prompt}");
+        assert!(!prompt.contains("Unit Price"), "{prompt}");
+        // The model's query names the price under the wrong table; the
+        // error speaks of the plain word, so the repair can requalify it.
+        let model = Arc::new(ScriptedModel::new(vec![
+            "```sql\nSELECT SUM(T2.Unit_Price * T2.qty) FROM Products AS T1 JOIN Order_Items AS T2 ON T1.sku = T2.sku\n```",
+        ]));
+        let config = SearchConfig {
+            method: Method::Greedy,
+            name_constraint: false,
+            mentioned_values: false,
+            ..SearchConfig::default()
+        };
+        let answer = Engine::new(model, &shop, config)
+            .unwrap()
+            .answer("What is the revenue?", None)
+            .unwrap();
+        let sql = answer.sql.unwrap();
+        assert_eq!(
+            sql,
+            r#"SELECT SUM(T1."Unit Price" * T2.qty) FROM Products AS T1 JOIN "Order Items" AS T2 ON T1.sku = T2.sku"#
+        );
+        assert_eq!(
+            answer.result.unwrap().rows,
+            vec![vec![crate::db::Value::Real(50.0)]]
+        );
+        // The answer runs as it is on the database itself.
+        let direct = Executor::open(&shop, ExecConfig::default()).unwrap();
+        assert!(direct.query(&sql).is_ok());
     }
 }

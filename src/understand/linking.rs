@@ -7,6 +7,7 @@
 use super::text::{is_stopword, jaccard, trigrams, words};
 use crate::db::open::{open_read_only, Deadline};
 use crate::db::schema::{quote_identifier, Schema};
+use crate::db::PlainNames;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -55,13 +56,22 @@ pub struct ValueIndex {
 
 impl ValueIndex {
     /// The index of `db`, from the cache when it was built before.
-    pub fn for_database(db: &Path, schema: &Schema, cache_dir: &Path) -> Result<Self> {
+    /// `schema` names the database's tables and columns as the engine
+    /// shows them: with `plain_names`, plain words for names that must be
+    /// quoted, which the index keeps (and caches apart).
+    pub fn for_database(
+        db: &Path,
+        schema: &Schema,
+        plain_names: Option<&PlainNames>,
+        cache_dir: &Path,
+    ) -> Result<Self> {
         let key = file_hash(db)?;
-        let cached = cache_dir.join(format!("{key:032x}.json"));
+        let plain = if plain_names.is_some() { "-plain" } else { "" };
+        let cached = cache_dir.join(format!("{key:032x}{plain}.json"));
         if let Some(entries) = read_cache(&cached) {
             return Ok(Self::from_entries(entries));
         }
-        let entries = collect_entries(db, schema)?;
+        let entries = collect_entries(db, schema, plain_names)?;
         write_cache(&cached, &entries);
         Ok(Self::from_entries(entries))
     }
@@ -196,7 +206,11 @@ fn band_keys(signature: &[u64; PERMUTATIONS]) -> impl Iterator<Item = (usize, u6
         })
 }
 
-fn collect_entries(db: &Path, schema: &Schema) -> Result<Vec<Entry>> {
+fn collect_entries(
+    db: &Path,
+    schema: &Schema,
+    plain_names: Option<&PlainNames>,
+) -> Result<Vec<Entry>> {
     let mut conn = open_read_only(db)?;
     let failure = |e: rusqlite::Error| Error::DatabaseOpen {
         path: db.to_path_buf(),
@@ -216,6 +230,10 @@ fn collect_entries(db: &Path, schema: &Schema) -> Result<Vec<Entry>> {
                 c = quote_identifier(&column.name),
                 t = quote_identifier(&table.name),
             );
+            let sql = match plain_names {
+                Some(names) => names.to_real(&sql).0,
+                None => sql,
+            };
             deadline.arm(Duration::from_secs(5));
             let values: rusqlite::Result<Vec<String>> = conn
                 .prepare(&sql)
@@ -311,10 +329,10 @@ mod tests {
         let db = crate::understand::demo::database();
         let schema = crate::understand::demo::schema();
         let cache = tempfile::tempdir().unwrap();
-        let built = ValueIndex::for_database(&db, &schema, cache.path()).unwrap();
+        let built = ValueIndex::for_database(&db, &schema, None, cache.path()).unwrap();
         let files: Vec<_> = std::fs::read_dir(cache.path()).unwrap().collect();
         assert_eq!(files.len(), 1);
-        let again = ValueIndex::for_database(&db, &schema, cache.path()).unwrap();
+        let again = ValueIndex::for_database(&db, &schema, None, cache.path()).unwrap();
         assert_eq!(built.entries, again.entries);
         assert!(built
             .lookup("singers from France", 0.6)
