@@ -1,12 +1,12 @@
 //! Plain names for a database whose tables or columns have names that
 //! must be quoted (`"Order Items"`, `"Unit Price"`, `"Free Meal Count
-//! (K-12)"`). A small model drops the quotes and writes `T1.Unit Price`,
+//! (K-12)"`, a keyword such as `"order"`). A small model drops the quotes and writes `T1.Unit Price`,
 //! which no name check or repair can read, so the engine shows such a
 //! name as a plain word (`Unit_Price`) and turns the plain words back into
 //! the real, quoted names in every query it runs and every answer it
 //! gives. Error messages come back in plain words too.
 
-use super::schema::{is_reserved, Schema};
+use super::schema::{is_reserved, plain_identifier, Schema};
 use std::collections::HashMap;
 
 /// The plain word standing for each name that must be quoted, both ways.
@@ -38,10 +38,10 @@ impl PlainNames {
             if is_plain(real) || names.plain_of.contains_key(real) {
                 continue;
             }
-            let base = plain_word(real);
+            let base = plain_identifier(real, "n");
             let plain = std::iter::once(base.clone())
                 .chain((2..).map(|k| format!("{base}_{k}")))
-                .find(|word| !taken.contains(&word.to_lowercase()) && !is_reserved(word))
+                .find(|word| !taken.contains(&word.to_lowercase()))
                 .expect("an unused word");
             taken.insert(plain.to_lowercase());
             names.real_of.insert(plain.to_lowercase(), real.to_string());
@@ -158,34 +158,16 @@ impl PlainNames {
     }
 }
 
-/// Whether SQLite reads `name` as one word, unquoted (keywords aside).
+/// Whether SQLite reads `name` as a name, unquoted: one word, no keyword.
 fn is_plain(name: &str) -> bool {
     !name.is_empty()
         && name.chars().all(is_word_char)
         && !name.starts_with(|c: char| c.is_ascii_digit())
+        && !is_reserved(name)
 }
 
 fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
-}
-
-/// `name` as one word: each run of other characters an underscore, none
-/// at either end, and a leading digit kept behind an `n`.
-fn plain_word(name: &str) -> String {
-    let mut word = String::with_capacity(name.len());
-    for c in name.chars() {
-        if is_word_char(c) {
-            word.push(c);
-        } else if !word.is_empty() && !word.ends_with('_') {
-            word.push('_');
-        }
-    }
-    let word = word.trim_end_matches('_');
-    match word.chars().next() {
-        None => "name".to_string(),
-        Some(c) if c.is_ascii_digit() => format!("n{word}"),
-        Some(_) => word.to_string(),
-    }
 }
 
 fn quoted(name: &str) -> String {
@@ -257,6 +239,7 @@ mod tests {
                         column("Order ID"),
                         column("Free Meal Count (K-12)"),
                         column("2nd place"),
+                        column("order"),
                     ],
                     foreign_keys: Vec::new(),
                 },
@@ -282,7 +265,10 @@ mod tests {
             .iter()
             .map(|c| c.name.as_str())
             .collect();
-        assert_eq!(orders, ["Order_ID", "Free_Meal_Count_K_12", "n2nd_place"]);
+        assert_eq!(
+            orders,
+            ["Order_ID", "Free_Meal_Count_K_12", "n_2nd_place", "order_"]
+        );
     }
 
     #[test]

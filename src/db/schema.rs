@@ -208,6 +208,35 @@ pub fn quote_literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
 
+/// `text` as an SQL name that needs no quotes, its letters' case kept:
+/// runs of other characters become one `_`; a name that would start with
+/// a digit gets `prefix_` before it, and a keyword `_` after it.
+pub fn plain_identifier(text: &str, prefix: &str) -> String {
+    let mut name = String::new();
+    let mut gap = false;
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            if gap && !name.is_empty() {
+                name.push('_');
+            }
+            gap = false;
+            name.push(c);
+        } else {
+            gap = true;
+        }
+    }
+    if name.is_empty() {
+        return prefix.to_string();
+    }
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        name = format!("{prefix}_{name}");
+    }
+    if is_reserved(&name) {
+        name.push('_');
+    }
+    name
+}
+
 /// Quotes an identifier for SQLite when it is not a plain word.
 pub fn quote_identifier(name: &str) -> String {
     let plain = !name.is_empty()

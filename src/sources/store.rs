@@ -6,7 +6,7 @@ use super::cells::{column_kind, parse_date, parse_number, ColumnKind};
 use super::names::NameSet;
 use super::read::RawTable;
 use super::sqlite_file::{self, Overwrite};
-use crate::db::schema::is_reserved;
+use crate::db::schema::plain_identifier;
 use crate::error::Result;
 use rusqlite::types::Value;
 use std::path::Path;
@@ -136,33 +136,10 @@ impl StoredTable {
     }
 }
 
-/// `text` as a lower-case SQL name that needs no quotes: runs of other
-/// characters become one `_`; a name that would start with a digit gets
-/// `prefix_` before it, and a keyword `_` after it.
+/// `text` as a lower-case SQL name that needs no quotes
+/// ([`plain_identifier`]).
 pub fn identifier(text: &str, prefix: &str) -> String {
-    let mut name = String::new();
-    let mut gap = false;
-    for c in text.chars() {
-        if c.is_alphanumeric() {
-            if gap && !name.is_empty() {
-                name.push('_');
-            }
-            gap = false;
-            name.extend(c.to_lowercase());
-        } else {
-            gap = true;
-        }
-    }
-    if name.is_empty() {
-        return prefix.to_string();
-    }
-    if name.starts_with(|c: char| c.is_ascii_digit()) {
-        name = format!("{prefix}_{name}");
-    }
-    if is_reserved(&name) {
-        name.push('_');
-    }
-    name
+    plain_identifier(text, prefix).to_lowercase()
 }
 
 /// Writes `tables` to a new SQLite file at `path`.
