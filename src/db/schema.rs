@@ -104,9 +104,14 @@ fn db_error(path: &Path, error: rusqlite::Error) -> Error {
     }
 }
 
+/// The database's tables in the order they were made, without SQLite's
+/// own and without the shadow tables a virtual table keeps its data in
+/// (a full-text index's `_data`, `_idx`, ...), which no question is about.
 fn table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     let mut statement = conn.prepare(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid",
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' \
+         AND name NOT IN (SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'shadow') \
+         ORDER BY rowid",
     )?;
     let names = statement.query_map([], |row| row.get(0))?;
     names.collect()
@@ -350,5 +355,21 @@ mod tests {
         assert_eq!(quote_identifier("cast"), "\"cast\"");
         assert_eq!(quote_identifier("a\"b"), "\"a\"\"b\"");
         assert_eq!(quote_identifier("2nd"), "\"2nd\"");
+    }
+
+    #[test]
+    fn a_full_text_index_shows_its_table_but_not_its_shadow_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notes.sqlite");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);
+                 CREATE VIRTUAL TABLE notes_fts USING fts5(body, content='notes', content_rowid='id');",
+            )
+            .unwrap();
+        let schema = Schema::load(&path, &IntrospectOptions::default()).unwrap();
+        let names: Vec<&str> = schema.tables.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["notes", "notes_fts"]);
     }
 }
