@@ -1,10 +1,11 @@
 //! Plain names for a database whose tables or columns have names that
 //! must be quoted (`"Order Items"`, `"Unit Price"`, `"Free Meal Count
-//! (K-12)"`, a keyword such as `"order"`). A small model drops the quotes and writes `T1.Unit Price`,
-//! which no name check or repair can read, so the engine shows such a
-//! name as a plain word (`Unit_Price`) and turns the plain words back into
-//! the real, quoted names in every query it runs and every answer it
-//! gives. Error messages come back in plain words too.
+//! (K-12)"`, a keyword such as `"order"`). A small model drops the quotes
+//! and writes `T1.Unit Price`, which no name check or repair can read, so
+//! the engine shows such a name as a plain word (`Unit_Price`) and turns
+//! the plain words back into the real, quoted names in every query it
+//! runs and every answer it gives. Error messages come back in plain
+//! words too.
 
 use super::schema::{is_reserved, plain_identifier, Schema};
 use std::collections::HashMap;
@@ -77,8 +78,9 @@ impl PlainNames {
 
     /// `sql` with every plain word standing for a real name (bare, or
     /// alone in quotes) written as that name, quoted; string literals and
-    /// comments are left as they are. Also returns where each rewritten stretch starts
-    /// in both texts, to place SQLite's error offsets back in `sql`.
+    /// comments are left as they are. Also returns where each rewritten
+    /// stretch starts and ends in both texts, to place SQLite's error
+    /// offsets back in `sql`.
     pub fn to_real(&self, sql: &str) -> (String, Vec<(usize, usize)>) {
         let mut out = String::with_capacity(sql.len() + 16);
         let mut anchors = Vec::new();
