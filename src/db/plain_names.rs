@@ -148,16 +148,37 @@ impl PlainNames {
 
     /// `message` (an SQLite error) with the real names it quotes written
     /// as their plain words, longest first so a name inside a longer one
-    /// is not cut.
+    /// is not cut, and only where no word character touches them (`order`
+    /// in `order_date` is not the column `"order"`).
     pub fn to_plain(&self, message: &str) -> String {
         let mut reals: Vec<(&String, &String)> = self.plain_of.iter().collect();
         reals.sort_by_key(|(real, _)| std::cmp::Reverse(real.len()));
         reals
             .into_iter()
             .fold(message.to_string(), |text, (real, plain)| {
-                text.replace(real.as_str(), plain)
+                replace_whole(&text, real, plain)
             })
     }
+}
+
+/// `text` with each occurrence of `name` that no word character touches
+/// written `word`.
+fn replace_whole(text: &str, name: &str, word: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    for (at, _) in text.match_indices(name) {
+        let end = at + name.len();
+        let touched = text[..at].chars().next_back().is_some_and(is_word_char)
+            || text[end..].chars().next().is_some_and(is_word_char);
+        if touched {
+            continue;
+        }
+        out.push_str(&text[copied..at]);
+        out.push_str(word);
+        copied = end;
+    }
+    out.push_str(&text[copied..]);
+    out
 }
 
 /// Whether SQLite reads `name` as a name, unquoted: one word, no keyword.
@@ -308,6 +329,10 @@ mod tests {
         assert_eq!(
             names.to_plain("no such column: T1.Unit Price"),
             "no such column: T1.Unit_Price_2"
+        );
+        assert_eq!(
+            names.to_plain("no such column: order_date near order"),
+            "no such column: order_date near order_"
         );
     }
 }
