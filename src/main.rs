@@ -1230,10 +1230,7 @@ fn run(command: Command) -> Result<()> {
                 output::print_json(&schema)
             } else {
                 // Names that must be quoted are shown as the model sees them.
-                let shown = match PlainNames::of(&schema) {
-                    Some(names) => names.plain_schema(&schema),
-                    None => schema,
-                };
+                let (_, shown) = PlainNames::seen_by_model(schema);
                 output::print_text(&render_schema(&shown, max_chars))
             }
         }

@@ -24,7 +24,7 @@ impl PlainNames {
     /// every name is a plain word already. Each real name gets one word,
     /// used wherever it occurs, that is no other name of the database and
     /// no keyword.
-    pub fn of(schema: &Schema) -> Option<Self> {
+    fn of(schema: &Schema) -> Option<Self> {
         let real_names: Vec<&str> = schema
             .tables
             .iter()
@@ -51,8 +51,20 @@ impl PlainNames {
         (!names.plain_of.is_empty()).then_some(names)
     }
 
+    /// `schema` as the model sees it, and the plain words it shows (None
+    /// when it shows the real names).
+    pub fn seen_by_model(schema: Schema) -> (Option<Self>, Schema) {
+        match Self::of(&schema) {
+            Some(names) => {
+                let plain = names.plain_schema(&schema);
+                (Some(names), plain)
+            }
+            None => (None, schema),
+        }
+    }
+
     /// `schema` with its names as the model sees them.
-    pub fn plain_schema(&self, schema: &Schema) -> Schema {
+    fn plain_schema(&self, schema: &Schema) -> Schema {
         let mut plain = schema.clone();
         for table in &mut plain.tables {
             self.rename(&mut table.name);
@@ -82,50 +94,37 @@ impl PlainNames {
     /// stretch starts and ends in both texts, to place SQLite's error
     /// offsets back in `sql`.
     pub fn to_real(&self, sql: &str) -> (String, Vec<(usize, usize)>) {
+        // Scanned by hand rather than with sqlparser's tokenizer: a model's
+        // query is often broken (an unclosed quote), and its names must
+        // still be rewritten for the error to speak of them.
         let mut out = String::with_capacity(sql.len() + 16);
         let mut anchors = Vec::new();
         let mut chars = sql.char_indices().peekable();
         while let Some((start, c)) = chars.next() {
-            let (end, inner) = match c {
-                '\'' => {
-                    let end = literal_end(sql, start);
-                    while chars.peek().is_some_and(|&(i, _)| i < end) {
-                        chars.next();
-                    }
-                    out.push_str(&sql[start..end]);
-                    continue;
+            // Where this piece ends, and the name it may stand for.
+            let (end, name) = if c == '\'' {
+                (literal_end(sql, start), None)
+            } else if let Some(end) = comment_end(sql, start) {
+                (end, None)
+            } else if matches!(c, '"' | '`' | '[') {
+                let close = if c == '[' { ']' } else { c };
+                match sql[start + 1..].find(close) {
+                    Some(at) => (start + 1 + at + 1, Some(&sql[start + 1..start + 1 + at])),
+                    None => (sql.len(), Some(&sql[start + 1..])),
                 }
-                '-' | '/' if comment_end(sql, start).is_some() => {
-                    let end = comment_end(sql, start).expect("a comment");
-                    while chars.peek().is_some_and(|&(i, _)| i < end) {
-                        chars.next();
-                    }
-                    out.push_str(&sql[start..end]);
-                    continue;
-                }
-                '"' | '`' | '[' => {
-                    let close = if c == '[' { ']' } else { c };
-                    match sql[start + 1..].find(close) {
-                        Some(at) => (start + 1 + at + 1, &sql[start + 1..start + 1 + at]),
-                        None => (sql.len(), &sql[start + 1..]),
-                    }
-                }
-                c if is_word_char(c) => {
-                    let end = sql[start..]
-                        .char_indices()
-                        .find(|&(_, d)| !is_word_char(d))
-                        .map_or(sql.len(), |(at, _)| start + at);
-                    (end, &sql[start..end])
-                }
-                _ => {
-                    out.push(c);
-                    continue;
-                }
+            } else if is_word_char(c) {
+                let end = sql[start..]
+                    .char_indices()
+                    .find(|&(_, d)| !is_word_char(d))
+                    .map_or(sql.len(), |(at, _)| start + at);
+                (end, Some(&sql[start..end]))
+            } else {
+                (start + c.len_utf8(), None)
             };
             while chars.peek().is_some_and(|&(i, _)| i < end) {
                 chars.next();
             }
-            match self.real_of.get(&inner.to_lowercase()) {
+            match name.and_then(|n| self.real_of.get(&n.to_lowercase())) {
                 Some(real) => {
                     anchors.push((out.len(), start));
                     out.push_str(&quoted(real));
@@ -272,8 +271,8 @@ mod tests {
 
     #[test]
     fn names_that_need_quotes_become_words_no_other_name_uses() {
-        let names = PlainNames::of(&shop()).expect("some names need quotes");
-        let plain = names.plain_schema(&shop());
+        let (names, plain) = PlainNames::seen_by_model(shop());
+        assert!(names.is_some(), "some names need quotes");
         let items = &plain.tables[0];
         assert_eq!(items.name, "Order_Items");
         let columns: Vec<&str> = items.columns.iter().map(|c| c.name.as_str()).collect();
@@ -304,7 +303,7 @@ mod tests {
                 foreign_keys: Vec::new(),
             }],
         };
-        assert!(PlainNames::of(&schema).is_none());
+        assert!(PlainNames::seen_by_model(schema).0.is_none());
     }
 
     #[test]

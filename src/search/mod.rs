@@ -245,14 +245,10 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(model: Arc<dyn LanguageModel>, db: &Path, config: SearchConfig) -> Result<Self> {
-        let real_schema = Schema::load(db, &IntrospectOptions::default())?;
-        let plain_names = PlainNames::of(&real_schema);
+        let (plain_names, schema) =
+            PlainNames::seen_by_model(Schema::load(db, &IntrospectOptions::default())?);
         let executor =
             Executor::open(db, config.exec.clone())?.with_plain_names(plain_names.clone());
-        let schema = match &plain_names {
-            Some(names) => names.plain_schema(&real_schema),
-            None => real_schema,
-        };
         let schema_text = render_schema(&schema, config.schema_chars);
         let schema_full_chars = focus::rendered_chars(&schema);
         let dates_paragraph = dates::paragraph(&schema);
