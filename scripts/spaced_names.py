@@ -75,14 +75,19 @@ def rewrite(sql, renamed):
     return "".join(out)
 
 
+def subset_databases(spider, subset):
+    """The databases the questions of `subset` ask about, sorted."""
+    dev = json.loads((spider / "dev.json").read_text())
+    return sorted({dev[i]["db_id"] for i in json.loads(subset.read_text())["indices"]})
+
+
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
     spider, subset, out = (pathlib.Path(a) for a in sys.argv[1:])
     dev = json.loads((spider / "dev.json").read_text())
-    wanted = {dev[i]["db_id"] for i in json.loads(subset.read_text())["indices"]}
     renamed = {}
-    for db in sorted(wanted):
+    for db in subset_databases(spider, subset):
         target = out / "database" / db / f"{db}.sqlite"
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(spider / "database" / db / f"{db}.sqlite", target)

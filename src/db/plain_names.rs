@@ -246,6 +246,7 @@ mod tests {
             tables: vec![
                 Table {
                     name: "Order Items".into(),
+                    is_view: false,
                     row_count: Some(1),
                     columns: vec![column("id"), column("Unit Price"), column("Unit_Price")],
                     foreign_keys: vec![ForeignKey {
@@ -256,6 +257,7 @@ mod tests {
                 },
                 Table {
                     name: "Orders".into(),
+                    is_view: false,
                     row_count: Some(1),
                     columns: vec![
                         column("Order ID"),
@@ -298,6 +300,7 @@ mod tests {
         let schema = Schema {
             tables: vec![Table {
                 name: "singer".into(),
+                is_view: false,
                 row_count: Some(1),
                 columns: vec![column("Singer_ID"), column("名前")],
                 foreign_keys: Vec::new(),

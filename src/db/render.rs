@@ -73,9 +73,10 @@ fn render_table(table: &Table, detail: Detail) -> String {
         Some(n) => format!(" -- {n} rows"),
         None => String::new(),
     };
+    let kind = if table.is_view { "VIEW" } else { "TABLE" };
     let _ = writeln!(
         out,
-        "CREATE TABLE {} ({rows}",
+        "CREATE {kind} {} ({rows}",
         quote_identifier(&table.name)
     );
     let primary_keys: Vec<&str> = table
@@ -223,6 +224,7 @@ mod tests {
             tables: (0..tables)
                 .map(|i| Table {
                     name: format!("t{i}"),
+                    is_view: false,
                     row_count: Some(10),
                     columns: vec![
                         column("id", "INTEGER", true, vec![Value::Integer(1)]),

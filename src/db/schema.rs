@@ -39,6 +39,8 @@ pub struct Schema {
 #[derive(Debug, Clone, Serialize)]
 pub struct Table {
     pub name: String,
+    /// A view: read like a table, its rows computed by its query.
+    pub is_view: bool,
     /// None when counting timed out.
     pub row_count: Option<u64>,
     pub columns: Vec<Column>,
@@ -74,9 +76,14 @@ impl Schema {
         let names = table_names(&conn).map_err(|e| db_error(path, e))?;
         let descriptions = super::descriptions::load_for(path)?;
         let mut tables = Vec::with_capacity(names.len());
-        for name in names {
-            let mut table =
-                describe_table(&conn, &deadline, &name, options).map_err(|e| db_error(path, e))?;
+        for (name, is_view) in names {
+            let mut table = match describe_table(&conn, &deadline, (&name, is_view), options) {
+                Ok(table) => table,
+                // A view over a table or column that is gone cannot be
+                // read, so no query may use it; the rest of the database can.
+                Err(_) if is_view => continue,
+                Err(e) => return Err(db_error(path, e)),
+            };
             if let Some(notes) = descriptions.get(&name.to_lowercase()) {
                 for column in &mut table.columns {
                     if let Some(note) = notes.get(&column.name.to_lowercase()) {
@@ -104,23 +111,25 @@ fn db_error(path: &Path, error: rusqlite::Error) -> Error {
     }
 }
 
-/// The database's tables in the order they were made, without SQLite's
-/// own and without the shadow tables a virtual table keeps its data in
-/// (a full-text index's `_data`, `_idx`, ...), which no question is about.
-fn table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+/// The database's tables in the order they were made, then its views
+/// (whether each is one), without SQLite's own tables and without the
+/// shadow tables a virtual table keeps its data in (a full-text index's
+/// `_data`, `_idx`, ...), which no question is about.
+fn table_names(conn: &Connection) -> rusqlite::Result<Vec<(String, bool)>> {
     let mut statement = conn.prepare(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' \
+        "SELECT name, type = 'view' FROM sqlite_master WHERE type IN ('table', 'view') \
+         AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' \
          AND name NOT IN (SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'shadow') \
-         ORDER BY rowid",
+         ORDER BY type = 'view', rowid",
     )?;
-    let names = statement.query_map([], |row| row.get(0))?;
+    let names = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
     names.collect()
 }
 
 fn describe_table(
     conn: &Connection,
     deadline: &Deadline,
-    name: &str,
+    (name, is_view): (&str, bool),
     options: &IntrospectOptions,
 ) -> rusqlite::Result<Table> {
     let quoted = quote_identifier(name);
@@ -163,6 +172,7 @@ fn describe_table(
     deadline.disarm();
     Ok(Table {
         name: name.to_string(),
+        is_view,
         row_count,
         columns,
         foreign_keys,
@@ -371,5 +381,33 @@ mod tests {
         let schema = Schema::load(&path, &IntrospectOptions::default()).unwrap();
         let names: Vec<&str> = schema.tables.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["notes", "notes_fts"]);
+    }
+
+    #[test]
+    fn views_follow_the_tables_and_a_view_that_cannot_be_read_is_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shop.sqlite");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "CREATE VIEW big_orders AS SELECT id, total FROM orders WHERE total > 10;
+                 CREATE TABLE orders (id INTEGER PRIMARY KEY, total REAL);
+                 INSERT INTO orders VALUES (1, 5), (2, 25), (3, 40);
+                 CREATE TABLE notes (body TEXT);
+                 CREATE VIEW note_bodies AS SELECT body FROM notes;
+                 DROP TABLE notes;",
+            )
+            .unwrap();
+        let schema = Schema::load(&path, &IntrospectOptions::default()).unwrap();
+        let shown: Vec<(&str, bool)> = schema
+            .tables
+            .iter()
+            .map(|t| (t.name.as_str(), t.is_view))
+            .collect();
+        assert_eq!(shown, [("orders", false), ("big_orders", true)]);
+        let view = &schema.tables[1];
+        assert_eq!(view.row_count, Some(2));
+        let columns: Vec<&str> = view.columns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(columns, ["id", "total"]);
     }
 }

@@ -77,6 +77,7 @@ mod tests {
         Schema {
             tables: vec![Table {
                 name: "pumps".into(),
+                is_view: false,
                 row_count: Some(3),
                 columns,
                 foreign_keys: Vec::new(),

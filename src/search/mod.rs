@@ -1331,6 +1331,42 @@ SELECT nosuch FROM singer
     }
 
     #[test]
+    fn a_view_is_shown_to_the_model_and_answers_like_a_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shop.sqlite");
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE orders (id INTEGER PRIMARY KEY, total REAL);
+                 INSERT INTO orders VALUES (1, 5), (2, 25), (3, 40);
+                 CREATE VIEW big_orders AS SELECT id, total FROM orders WHERE total > 10;",
+            )
+            .unwrap();
+        let question = "How many big orders are there?";
+        let prompt = direct_prompt_text(&path, question);
+        assert!(
+            prompt.contains("CREATE VIEW big_orders ( -- 2 rows"),
+            "{prompt}"
+        );
+        let model = Arc::new(ScriptedModel::new(vec![
+            "```sql\nSELECT COUNT(*) FROM big_orders\n```",
+        ]));
+        let config = SearchConfig {
+            method: Method::Greedy,
+            mentioned_values: false,
+            ..SearchConfig::default()
+        };
+        let answer = Engine::new(model, &path, config)
+            .unwrap()
+            .answer(question, None)
+            .unwrap();
+        assert_eq!(
+            answer.result.unwrap().rows,
+            vec![vec![crate::db::Value::Integer(2)]]
+        );
+    }
+
+    #[test]
     fn names_with_spaces_are_plain_words_to_the_model_and_real_in_the_answer() {
         let dir = tempfile::tempdir().unwrap();
         let shop = spaced_shop(dir.path());
