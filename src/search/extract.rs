@@ -18,8 +18,11 @@ pub fn extract_sql(text: &str) -> Option<String> {
     (!cleaned.is_empty()).then_some(cleaned)
 }
 
+/// Whether `sql` is a query, behind the functions block it may open with
+/// (`crate::functions`).
 fn looks_like_query(sql: &str) -> bool {
-    let upper = sql.trim_start().to_ascii_uppercase();
+    let (_, body) = crate::functions::split(sql);
+    let upper = body.trim_start().to_ascii_uppercase();
     upper.starts_with("SELECT") || upper.starts_with("WITH") || upper.starts_with("VALUES")
 }
 
@@ -124,6 +127,15 @@ fn opens_cte(after: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_query_keeps_the_functions_block_it_opens_with() {
+        let text = "```sql\n/*js\nfunction fn_double(x) { return 2 * x; }\n*/\nSELECT fn_double(a) FROM t;\n```";
+        assert_eq!(
+            extract_sql(text).as_deref(),
+            Some("/*js\nfunction fn_double(x) { return 2 * x; }\n*/\nSELECT fn_double(a) FROM t")
+        );
+    }
 
     #[test]
     fn a_closing_fence_without_an_opening_one_is_not_part_of_the_query() {

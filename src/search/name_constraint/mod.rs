@@ -243,9 +243,19 @@ impl TextChecker for NameChecker {
         let mut text = String::with_capacity(self.text.len() + piece.len());
         text.push_str(&self.text);
         text.push_str(piece);
-        let Some((start, bare)) = open_span(&text) else {
+        let Some((mut start, bare)) = open_span(&text) else {
             return true;
         };
+        // A comment the query opens with (the functions block it carries,
+        // `crate::functions`) holds no SQL names: free, and the query
+        // starts after it.
+        let opening = text[start..].trim_start();
+        if opening.starts_with("/*") {
+            match opening.find("*/") {
+                Some(close) => start = text.len() - opening.len() + close + 2,
+                None => return true,
+            }
+        }
         let query = &text[start..];
         let closer = CLOSERS
             .iter()

@@ -260,6 +260,28 @@ fn a_declared_function_may_be_called_only_when_functions_are_on() {
 }
 
 #[test]
+fn the_functions_block_a_query_opens_with_is_free_and_the_query_after_it_is_checked() {
+    let block = [
+        "```sql\n/*",
+        "js\nfunction fn_speed(distance, hours) {\n  const v = distance / hours;",
+        "\n  return v;\n}\n*/\nSELECT fn_speed(Age, 2) FROM singer",
+    ];
+    let no_tokenizer = ScriptedModel::new(Vec::<String>::new());
+    let with_functions = NameConstraint::for_schema(&demo::schema(), &no_tokenizer, true)
+        .0
+        .checker();
+    assert_eq!(verdicts_of(with_functions, &block), [true; 3]);
+    // Past the block, names are checked again (the `;` inside the
+    // function did not close the query).
+    let after_block = "```sql\n/*js\nfunction f(x) { return x; }\n*/\nSELECT ";
+    assert_eq!(verdicts(&[after_block, "Age FROM singer"]), [true, true]);
+    assert_eq!(
+        verdicts(&[after_block, "Liftoff FROM singer"]),
+        [true, false]
+    );
+}
+
+#[test]
 fn before_from_a_long_word_must_start_a_name() {
     let select = "```sql\nSELECT ";
     // A word that starts no name is cut off before it can run on.
