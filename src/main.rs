@@ -20,7 +20,7 @@ use iesr::llm::{load_llamacpp, load_local};
 use iesr::llm::{ChatMessage, LanguageModel, Prompt, Sampling};
 use iesr::memory::{Demonstrations, Memory, Retrieval};
 use iesr::search::mcts::{MctsConfig, RolloutProgress};
-use iesr::search::{Engine, IesrConfig, Method, SearchConfig};
+use iesr::search::{Engine, FunctionUse, IesrConfig, Method, SearchConfig};
 use iesr::select::{SelectConfig, Weights};
 use iesr::service::ScSettings;
 use iesr::understand::rules::RuleBase;
@@ -433,6 +433,11 @@ struct MethodArgs {
     /// convert_unit is there either way.
     #[arg(long)]
     functions: bool,
+    /// As --functions, and greedy's and sc's replies begin with a
+    /// functions block: the model writes the question's calculation as a
+    /// JavaScript function, then a query that calls it.
+    #[arg(long)]
+    functions_first: bool,
     /// Leave out of the prompts that write a query directly the stored
     /// values the question mentions and the columns that hold them.
     #[arg(long)]
@@ -561,7 +566,11 @@ impl MethodArgs {
             read_chars: self.read_chars,
             read_fallback: !self.no_read_fallback,
             demonstrations: self.demonstrations()?,
-            functions: self.functions,
+            functions: match (self.functions_first, self.functions) {
+                (true, _) => FunctionUse::First,
+                (false, true) => FunctionUse::Called,
+                (false, false) => FunctionUse::Off,
+            },
             mentioned_values: !self.no_mentioned_values,
             iesr: self.search.config(gpu_class)?,
             ..SearchConfig::default()

@@ -100,6 +100,23 @@ pub const DATES: Template = Template {
     text: include_str!("../prompts/dates.user.txt"),
 };
 
+/// Greedy's and sc's frame when the question's calculation is written as
+/// a function first (`FunctionUse::First`), with one worked exchange.
+pub const FUNCTION_FIRST_SYSTEM: Template = Template {
+    name: "function_first.system",
+    text: include_str!("../prompts/function_first.system.txt"),
+};
+
+pub const FUNCTION_FIRST_EXAMPLE_USER: Template = Template {
+    name: "function_first_example.user",
+    text: include_str!("../prompts/function_first_example.user.txt"),
+};
+
+pub const FUNCTION_FIRST_EXAMPLE_ASSISTANT: Template = Template {
+    name: "function_first_example.assistant",
+    text: include_str!("../prompts/function_first_example.assistant.txt"),
+};
+
 /// A function SQLite lacks, asked for in JavaScript.
 pub const FUNCTION_WRITING_SYSTEM: Template = Template {
     name: "function_writing.system",

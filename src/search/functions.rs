@@ -5,7 +5,7 @@
 //! travel with the query in its `/*js */` block (`crate::functions`).
 
 use super::extract::fenced_with_tags;
-use super::Engine;
+use super::{Engine, FunctionUse};
 use crate::db::QueryOutcome;
 use crate::error::Result;
 use crate::functions::{self, DECLARED_PREFIX};
@@ -29,10 +29,11 @@ pub(crate) struct Written {
 }
 
 impl Engine {
-    /// The paragraph the direct prompts show about functions, when they
-    /// are on.
+    /// The paragraph the direct prompts show about functions, when a
+    /// query may call them (with functions first, the prompt's frame and
+    /// example say how to write them instead).
     pub(super) fn functions_paragraph(&self) -> String {
-        if self.config.functions {
+        if self.config.functions == FunctionUse::Called {
             format!("{}\n", FUNCTIONS.render(&[]).trim_end())
         } else {
             String::new()
@@ -87,7 +88,7 @@ impl Engine {
         written: &mut Written,
         calls: &mut Vec<CallRecord>,
     ) -> Result<Option<(String, QueryOutcome)>> {
-        if !self.config.functions || declared_missing(outcome).is_none() {
+        if !self.config.functions.on() || declared_missing(outcome).is_none() {
             return Ok(None);
         }
         let (_, body) = functions::split(sql);
@@ -194,7 +195,7 @@ pub struct FunctionWriter<'a> {
 impl<'a> FunctionWriter<'a> {
     /// None when functions are off.
     pub(super) fn new(engine: &'a Engine, question: &'a str) -> Option<Self> {
-        engine.config.functions.then(|| FunctionWriter {
+        engine.config.functions.on().then(|| FunctionWriter {
             engine,
             question,
             written: Mutex::new(Written::default()),
@@ -305,10 +306,10 @@ mod tests {
     use crate::db::Value;
     use crate::llm::scripted::ScriptedModel;
     use crate::search::tests::stages;
-    use crate::search::{Answer, Method, SearchConfig};
+    use crate::search::{Answer, FunctionUse, Method, SearchConfig};
     use std::sync::Arc;
 
-    fn answer(replies: Vec<&str>, functions: bool) -> Answer {
+    fn answer(replies: Vec<&str>, functions: FunctionUse) -> Answer {
         let database = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../shared/datasets/spider/database/concert_singer/concert_singer.sqlite");
         let config = SearchConfig {
@@ -329,7 +330,7 @@ mod tests {
     #[test]
     fn a_declared_function_is_written_and_travels_with_the_query() {
         let function = "```javascript\nfunction fn_years_to_months(y) { return y * 12; }\n```";
-        let answer = answer(vec![QUERY, function], true);
+        let answer = answer(vec![QUERY, function], FunctionUse::Called);
         assert_eq!(stages(&answer), ["sql_generation", "function_writing"]);
         let sql = answer.sql.as_deref().unwrap();
         assert!(
@@ -354,7 +355,7 @@ mod tests {
     fn a_function_that_fails_is_written_again_shown_its_error() {
         let broken = "```javascript\nfunction fn_years_to_months(y) { return years * 12; }\n```";
         let fixed = "```javascript\nfunction fn_years_to_months(y) { return y * 12; }\n```";
-        let answer = answer(vec![QUERY, broken, fixed], true);
+        let answer = answer(vec![QUERY, broken, fixed], FunctionUse::Called);
         assert_eq!(
             stages(&answer),
             ["sql_generation", "function_writing", "function_writing"]
@@ -368,7 +369,10 @@ mod tests {
     #[test]
     fn a_function_is_tried_at_most_t_times() {
         let broken = "```javascript\nfunction fn_years_to_months(y) { return years * 12; }\n```";
-        let answer = answer(vec![QUERY, broken, broken, broken, broken], true);
+        let answer = answer(
+            vec![QUERY, broken, broken, broken, broken],
+            FunctionUse::Called,
+        );
         assert_eq!(stages(&answer).len(), 1 + TRIES_PER_FUNCTION);
         assert!(answer.result.is_none());
         let error = answer.error.unwrap();
@@ -379,8 +383,32 @@ mod tests {
     }
 
     #[test]
+    fn with_functions_first_the_reply_is_begun_with_a_function_and_its_query_runs_with_it() {
+        // The model writes on from the opening it was given.
+        let continued = "years_to_months(y) { return y * 12; }\n*/\nSELECT fn_years_to_months(max(Age)) FROM singer\n```";
+        let answer = answer(vec![continued], FunctionUse::First);
+        assert_eq!(stages(&answer), ["sql_generation"]);
+        let asked = &answer.trace.calls[0].prompt;
+        let roles: Vec<&str> = asked.iter().map(|m| m.role.as_str()).collect();
+        assert_eq!(roles, ["system", "user", "assistant", "user", "assistant"]);
+        assert_eq!(asked[4].content, crate::search::FUNCTION_FIRST_OPENING);
+        // The frame and its example say how; the paragraph for functions
+        // to be written later is left out.
+        assert!(asked[2]
+            .content
+            .contains("/*js\nfunction fn_kinetic_energy"));
+        assert!(!asked[3].content.contains("it will be written for you"));
+        let sql = answer.sql.as_deref().unwrap();
+        assert!(
+            sql.starts_with("/*js\nfunction fn_years_to_months(y) { return y * 12; }\n*/"),
+            "{sql}"
+        );
+        assert_eq!(answer.result.unwrap().rows, [[Value::Integer(624)]]);
+    }
+
+    #[test]
     fn without_functions_nothing_is_written_and_the_prompt_says_nothing() {
-        let answer = answer(vec![QUERY], false);
+        let answer = answer(vec![QUERY], FunctionUse::Off);
         assert_eq!(stages(&answer), ["sql_generation"]);
         assert!(answer.error.unwrap().contains("no such function"));
         assert!(!answer.trace.calls[0].prompt[1].content.contains("fn_"));

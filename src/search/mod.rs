@@ -107,6 +107,27 @@ impl Default for IesrConfig {
 /// noise, and defeats the prefix cache that questions on one database share.
 pub const DEFAULT_FOCUS_CHARS: usize = 8_000;
 
+/// How queries may use functions SQLite lacks, written in JavaScript by
+/// the model and run in a sandbox (`crate::functions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FunctionUse {
+    /// SQLite's own and the library's only.
+    Off,
+    /// The direct prompts say that a query may call a new `fn_...`
+    /// function, which the model then writes.
+    Called,
+    /// As `Called`, and greedy's and sc's replies are begun with a
+    /// functions block ([`FUNCTION_FIRST_OPENING`]): the model writes the
+    /// question's calculation as a function, then a query that calls it.
+    First,
+}
+
+impl FunctionUse {
+    pub fn on(self) -> bool {
+        self != FunctionUse::Off
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct SearchConfig {
     pub method: Method,
@@ -147,9 +168,9 @@ pub struct SearchConfig {
     /// Worked examples shown by the prompts that write a query directly
     /// (greedy, sc, the search's direct query); None shows none.
     pub demonstrations: Option<Demonstrations>,
-    /// Let the direct prompts call functions SQLite lacks (`fn_...`),
-    /// written in JavaScript when a query needs them (`functions`).
-    pub functions: bool,
+    /// Whether queries may use functions SQLite lacks, written in
+    /// JavaScript (`functions`).
+    pub functions: FunctionUse,
     /// Show the direct prompts the stored values the question mentions
     /// and the columns that hold them (`mentioned_values`).
     pub mentioned_values: bool,
@@ -173,7 +194,7 @@ impl Default for SearchConfig {
             read_chars: DEFAULT_READ_CHARS,
             read_fallback: true,
             demonstrations: None,
-            functions: false,
+            functions: FunctionUse::Off,
             mentioned_values: true,
             exec: ExecConfig::default(),
             iesr: IesrConfig::default(),
@@ -235,6 +256,9 @@ pub struct Engine {
     /// The constraint of the prompts that ask only for a query: the names'
     /// and, when switched on, that the reply opens with the query.
     direct_constraint: Option<Constraint>,
+    /// The names' constraint of greedy's and sc's replies when they are
+    /// begun with [`FUNCTION_FIRST_OPENING`].
+    function_first_constraint: Option<Constraint>,
     config: SearchConfig,
     /// Stage 1's embedded columns, made on first use; the error says why
     /// they could not be.
@@ -254,13 +278,26 @@ impl Engine {
         let dates_paragraph = dates::paragraph(&schema);
         let names = Arc::new(repair::SchemaNames::of(&schema));
         let constraint = config.name_constraint.then(|| {
-            name_constraint::NameConstraint::for_schema(&schema, model.as_ref(), config.functions)
+            name_constraint::NameConstraint::for_schema(
+                &schema,
+                model.as_ref(),
+                config.functions.on(),
+            )
         });
         let direct_constraint = if config.query_first {
             Some(query_first::QueryFirst::around(constraint.clone()))
         } else {
             constraint.clone()
         };
+        let function_first_constraint =
+            (config.name_constraint && config.functions == FunctionUse::First).then(|| {
+                name_constraint::NameConstraint::for_schema_after(
+                    &schema,
+                    model.as_ref(),
+                    true,
+                    FUNCTION_FIRST_OPENING,
+                )
+            });
         let database_id = db
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -270,6 +307,7 @@ impl Engine {
             over_data: false,
             constraint,
             direct_constraint,
+            function_first_constraint,
             model,
             discriminator: None,
             executor,
@@ -394,7 +432,19 @@ impl Engine {
         mut trace: Trace,
     ) -> Result<Answer> {
         let material = self.direct_material(question, hint, &mut trace)?;
-        let messages = direct_prompt(&material, hint, question, DIRECT_INSTRUCTION);
+        let mut messages = direct_prompt(&material, hint, question, DIRECT_INSTRUCTION);
+        let mut asked = messages.clone();
+        let (opening, constraint) = if self.config.functions == FunctionUse::First {
+            messages = function_first_prompt(messages);
+            asked = messages.clone();
+            asked.push(ChatMessage::new("assistant", FUNCTION_FIRST_OPENING));
+            (
+                FUNCTION_FIRST_OPENING,
+                self.function_first_constraint.clone(),
+            )
+        } else {
+            ("", self.direct_constraint.clone())
+        };
         let sampling = Sampling {
             temperature,
             top_p: if temperature > 0.0 { 0.95 } else { 1.0 },
@@ -402,15 +452,20 @@ impl Engine {
             max_tokens: self.config.max_tokens,
             seed: self.config.seed,
             n,
-            constraint: self.direct_constraint.clone(),
+            constraint,
             ..Sampling::default()
         };
         let generation = self
             .model
-            .generate(&Prompt::Chat(messages.clone()), &sampling)?;
+            .generate(&Prompt::Chat(asked.clone()), &sampling)?;
         trace.cost.add(&generation.usage);
-        let call = CallRecord::new("sql_generation", messages.clone(), &sampling, generation);
-        let outputs = call.outputs.clone();
+        let call = CallRecord::new("sql_generation", asked, &sampling, generation);
+        // The replies, with the opening they were begun with.
+        let outputs: Vec<String> = call
+            .outputs
+            .iter()
+            .map(|o| format!("{opening}{o}"))
+            .collect();
         let cut: Vec<bool> = (0..outputs.len()).map(|row| call.was_cut(row)).collect();
         trace.calls.push(call);
 
@@ -730,6 +785,27 @@ const CORRECTED_CONFIDENCE: f64 = 0.5;
 
 /// What greedy and sc ask for.
 const DIRECT_INSTRUCTION: &str = "Write one SQLite query that answers the question.";
+
+/// How greedy's and sc's replies are begun when functions come first
+/// (`FunctionUse::First`): a small model asked to write a function when a
+/// step needs one almost never does, but begun this way it writes the
+/// question's calculation as a function and then the query.
+pub const FUNCTION_FIRST_OPENING: &str = "```sql\n/*js\nfunction fn_";
+
+/// `direct`, the direct prompt, asking for the calculation as a function
+/// first, with one worked exchange before the question.
+fn function_first_prompt(mut direct: Vec<ChatMessage>) -> Vec<ChatMessage> {
+    use crate::prompts::{
+        FUNCTION_FIRST_EXAMPLE_ASSISTANT, FUNCTION_FIRST_EXAMPLE_USER, FUNCTION_FIRST_SYSTEM,
+    };
+    direct[0] = ChatMessage::new("system", FUNCTION_FIRST_SYSTEM.render(&[]));
+    let example = [
+        ChatMessage::new("user", FUNCTION_FIRST_EXAMPLE_USER.render(&[])),
+        ChatMessage::new("assistant", FUNCTION_FIRST_EXAMPLE_ASSISTANT.render(&[])),
+    ];
+    direct.splice(1..1, example);
+    direct
+}
 
 /// The prompt of greedy and sc, and of the search's direct query: the
 /// schema, the evidence paragraphs, the hint, the question and

@@ -535,7 +535,7 @@ mod tests {
             "```javascript\nfunction fn_in_months(years) { return years * 12; }\n```",
         ]));
         let config = crate::search::SearchConfig {
-            functions: true,
+            functions: crate::search::FunctionUse::Called,
             name_constraint: false,
             ..crate::search::SearchConfig::default()
         };

@@ -3,7 +3,7 @@
 //! and grouped into series when they are reported side by side.
 
 use super::mcts::{Design, MctsConfig};
-use super::{IesrConfig, Method, SearchConfig};
+use super::{FunctionUse, IesrConfig, Method, SearchConfig};
 use crate::action::{ActionSet, Frame};
 use serde::{Deserialize, Serialize};
 
@@ -91,8 +91,10 @@ impl SearchConfig {
         if !self.name_constraint {
             changes.insert(0, "no-name-constraint".to_string());
         }
-        if self.functions {
-            changes.insert(0, "functions".to_string());
+        match self.functions {
+            FunctionUse::Off => {}
+            FunctionUse::Called => changes.insert(0, "functions".to_string()),
+            FunctionUse::First => changes.insert(0, "functions-first".to_string()),
         }
         if !self.read_fallback {
             changes.insert(0, "no-read-fallback".to_string());

@@ -194,11 +194,21 @@ impl NameConstraint {
         model: &dyn LanguageModel,
         declared_functions: bool,
     ) -> Constraint {
+        Self::for_schema_after(schema, model, declared_functions, "")
+    }
+
+    /// [`NameConstraint::for_schema`] for replies begun with `written`.
+    pub fn for_schema_after(
+        schema: &Schema,
+        model: &dyn LanguageModel,
+        declared_functions: bool,
+        written: &str,
+    ) -> Constraint {
         let mut names = SchemaVocabulary::of(schema, model);
         Arc::get_mut(&mut names)
             .expect("a vocabulary just made has one owner")
             .declared_functions = declared_functions;
-        Self::continuing(names, "")
+        Self::continuing(names, written)
     }
 
     /// The setting for completions that continue `written` (the start of
