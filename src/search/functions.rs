@@ -5,7 +5,7 @@
 //! travel with the query in its `/*js */` block (`crate::functions`).
 
 use super::extract::fenced_with_tags;
-use super::{Engine, FunctionUse};
+use super::Engine;
 use crate::db::QueryOutcome;
 use crate::error::Result;
 use crate::functions::{self, DECLARED_PREFIX};
@@ -29,11 +29,10 @@ pub(crate) struct Written {
 }
 
 impl Engine {
-    /// The paragraph the direct prompts show about functions, when a
-    /// query may call them (with functions first, the prompt's frame and
-    /// example say how to write them instead).
+    /// The paragraph the direct prompts show about functions, when they
+    /// are on.
     pub(super) fn functions_paragraph(&self) -> String {
-        if self.config.functions == FunctionUse::Called {
+        if self.config.functions.on() {
             format!("{}\n", FUNCTIONS.render(&[]).trim_end())
         } else {
             String::new()

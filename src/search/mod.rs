@@ -123,6 +123,7 @@ pub enum FunctionUse {
 }
 
 impl FunctionUse {
+    /// Whether a query may call functions the model writes.
     pub fn on(self) -> bool {
         self != FunctionUse::Off
     }
@@ -431,20 +432,29 @@ impl Engine {
         temperature: f32,
         mut trace: Trace,
     ) -> Result<Answer> {
-        let material = self.direct_material(question, hint, &mut trace)?;
-        let mut messages = direct_prompt(&material, hint, question, DIRECT_INSTRUCTION);
-        let mut asked = messages.clone();
-        let (opening, constraint) = if self.config.functions == FunctionUse::First {
-            messages = function_first_prompt(messages);
-            asked = messages.clone();
-            asked.push(ChatMessage::new("assistant", FUNCTION_FIRST_OPENING));
+        let mut material = self.direct_material(question, hint, &mut trace)?;
+        let function_first = self.config.functions == FunctionUse::First;
+        let (messages, opening, constraint) = if function_first {
+            // The frame and its example say how to write the functions;
+            // the paragraph on functions written later would contradict them.
+            let later = self.functions_paragraph();
+            if let Some(kept) = material.evidence.strip_suffix(&later) {
+                material.evidence = kept.to_string();
+            }
+            let direct = direct_prompt(&material, hint, question, DIRECT_INSTRUCTION);
             (
+                function_first_prompt(direct),
                 FUNCTION_FIRST_OPENING,
                 self.function_first_constraint.clone(),
             )
         } else {
-            ("", self.direct_constraint.clone())
+            let direct = direct_prompt(&material, hint, question, DIRECT_INSTRUCTION);
+            (direct, "", self.direct_constraint.clone())
         };
+        let mut asked = messages.clone();
+        if !opening.is_empty() {
+            asked.push(ChatMessage::new("assistant", opening));
+        }
         let sampling = Sampling {
             temperature,
             top_p: if temperature > 0.0 { 0.95 } else { 1.0 },
