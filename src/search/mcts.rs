@@ -591,6 +591,7 @@ pub(crate) mod tests {
             direct: DirectMaterial {
                 schema: "CREATE TABLE singer (Singer_ID int, Age int);".into(),
                 evidence: String::new(),
+                functions: String::new(),
             },
             question: "How many singers do we have?".into(),
             hint: None,

@@ -43,6 +43,7 @@ use extract::extract_sql;
 pub(crate) use feedback::has_value;
 pub use feedback::DEFAULT_FEEDBACK_ROUNDS;
 use mcts::{MctsConfig, RolloutProgress};
+use name_constraint::{NameConstraint, SchemaVocabulary};
 pub use read_answer::DEFAULT_READ_CHARS;
 use serde::Serialize;
 use std::path::Path;
@@ -278,27 +279,21 @@ impl Engine {
         let schema_full_chars = focus::rendered_chars(&schema);
         let dates_paragraph = dates::paragraph(&schema);
         let names = Arc::new(repair::SchemaNames::of(&schema));
-        let constraint = config.name_constraint.then(|| {
-            name_constraint::NameConstraint::for_schema(
-                &schema,
-                model.as_ref(),
-                config.functions.on(),
-            )
-        });
+        // One vocabulary serves both constraints: it is the costly part.
+        let vocabulary = config
+            .name_constraint
+            .then(|| SchemaVocabulary::of(&schema, model.as_ref(), config.functions.on()));
+        let constraint = vocabulary
+            .clone()
+            .map(|names| NameConstraint::continuing(names, ""));
         let direct_constraint = if config.query_first {
             Some(query_first::QueryFirst::around(constraint.clone()))
         } else {
             constraint.clone()
         };
-        let function_first_constraint =
-            (config.name_constraint && config.functions == FunctionUse::First).then(|| {
-                name_constraint::NameConstraint::for_schema_after(
-                    &schema,
-                    model.as_ref(),
-                    true,
-                    FUNCTION_FIRST_OPENING,
-                )
-            });
+        let function_first_constraint = vocabulary
+            .filter(|_| config.functions == FunctionUse::First)
+            .map(|names| NameConstraint::continuing(names, FUNCTION_FIRST_OPENING));
         let database_id = db
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -437,10 +432,7 @@ impl Engine {
         let (messages, opening, constraint) = if function_first {
             // The frame and its example say how to write the functions;
             // the paragraph on functions written later would contradict them.
-            let later = self.functions_paragraph();
-            if let Some(kept) = material.evidence.strip_suffix(&later) {
-                material.evidence = kept.to_string();
-            }
+            material.functions.clear();
             let direct = direct_prompt(&material, hint, question, DIRECT_INSTRUCTION);
             (
                 function_first_prompt(direct),
@@ -716,14 +708,18 @@ impl Engine {
             None => self.schema_text.clone(),
         };
         let evidence = self.evidence(question, &links, trace)?;
-        Ok(DirectMaterial { schema, evidence })
+        Ok(DirectMaterial {
+            schema,
+            evidence,
+            functions: self.functions_paragraph(),
+        })
     }
 
     /// What the one-call prompts show besides the schema, as prompt
     /// paragraphs: the stored values the question mentions (from `links`,
     /// when switched on), how to compute with dates stored as text, the
-    /// worked examples (none of this database; the trace names them), and
-    /// what functions a query may call when functions are on.
+    /// and the worked examples (none of this database; the trace names
+    /// them).
     fn evidence(&self, question: &str, links: &[LinkMatch], trace: &mut Trace) -> Result<String> {
         let mut paragraphs = if self.config.mentioned_values {
             mentioned_values::paragraph(links)
@@ -732,7 +728,7 @@ impl Engine {
         };
         paragraphs += &self.dates_paragraph;
         let Some(demonstrations) = &self.config.demonstrations else {
-            return Ok(paragraphs + &self.functions_paragraph());
+            return Ok(paragraphs);
         };
         let chosen = demonstrations.memory.nearest(
             question,
@@ -743,7 +739,7 @@ impl Engine {
             .iter()
             .map(|r| format!("{}/{}/{}", r.dataset, r.db_id, r.question_id))
             .collect();
-        Ok(paragraphs + &memory::render(&chosen) + &self.functions_paragraph())
+        Ok(paragraphs + &memory::render(&chosen))
     }
 
     /// The schema focused on the tables `text` needs within `budget`
@@ -779,10 +775,12 @@ impl Engine {
 #[derive(Debug, Clone, Default)]
 pub struct DirectMaterial {
     pub schema: String,
-    /// The stored values the question mentions, notes on dates, worked
-    /// examples and the functions a query may call, as prompt paragraphs
-    /// (empty when none).
+    /// The stored values the question mentions, notes on dates and worked
+    /// examples, as prompt paragraphs (empty when none).
     pub evidence: String,
+    /// The paragraph on the functions a query may call (empty when
+    /// functions are off, and where the reply is begun with one).
+    pub functions: String,
 }
 
 /// Least trigram similarity of a linked value when focusing (stage 1's);
@@ -827,13 +825,14 @@ fn direct_prompt(
     instruction: &str,
 ) -> Vec<ChatMessage> {
     let hint = crate::prompts::hint_paragraph(hint);
+    let evidence = format!("{}{}", material.evidence, material.functions);
     vec![
         ChatMessage::new("system", SQL_GENERATION_SYSTEM.render(&[])),
         ChatMessage::new(
             "user",
             SQL_GENERATION_USER.render(&[
                 ("schema", material.schema.as_str()),
-                ("evidence", material.evidence.as_str()),
+                ("evidence", evidence.as_str()),
                 ("hint", hint.as_str()),
                 ("question", question),
                 ("instruction", instruction),

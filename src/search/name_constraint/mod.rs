@@ -73,8 +73,10 @@ const MAX_FRAGMENT_CHARS: usize = 16;
 
 impl SchemaVocabulary {
     /// The names of `schema`, with how `model`'s tokenizer begins each
-    /// table's name.
-    pub fn of(schema: &Schema, model: &dyn LanguageModel) -> Arc<Self> {
+    /// table's name. With `declared_functions`, calls may also name
+    /// functions the query declares, to be written for it
+    /// (`crate::functions`).
+    pub fn of(schema: &Schema, model: &dyn LanguageModel, declared_functions: bool) -> Arc<Self> {
         let mut vocabulary = Self::tables_of(
             schema
                 .tables
@@ -92,6 +94,7 @@ impl SchemaVocabulary {
                 .table_starts
                 .insert(table.name.to_lowercase(), starts);
         }
+        vocabulary.declared_functions = declared_functions;
         Arc::new(vocabulary)
     }
 
@@ -186,29 +189,13 @@ pub struct NameConstraint {
 }
 
 impl NameConstraint {
-    /// The sampling setting for `schema`.
-    /// With `declared_functions`, calls may also name functions the query
-    /// declares, to be written for it (`crate::functions`).
+    /// The sampling setting for `schema` (see [`SchemaVocabulary::of`]).
     pub fn for_schema(
         schema: &Schema,
         model: &dyn LanguageModel,
         declared_functions: bool,
     ) -> Constraint {
-        Self::for_schema_after(schema, model, declared_functions, "")
-    }
-
-    /// [`NameConstraint::for_schema`] for replies begun with `written`.
-    pub fn for_schema_after(
-        schema: &Schema,
-        model: &dyn LanguageModel,
-        declared_functions: bool,
-        written: &str,
-    ) -> Constraint {
-        let mut names = SchemaVocabulary::of(schema, model);
-        Arc::get_mut(&mut names)
-            .expect("a vocabulary just made has one owner")
-            .declared_functions = declared_functions;
-        Self::continuing(names, written)
+        Self::continuing(SchemaVocabulary::of(schema, model, declared_functions), "")
     }
 
     /// The setting for completions that continue `written` (the start of
