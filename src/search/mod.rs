@@ -743,8 +743,10 @@ impl Engine {
     }
 
     /// The schema focused on the tables `text` needs within `budget`
-    /// characters, the kept tables noted in the trace; the whole schema
-    /// when focusing keeps everything.
+    /// characters, the kept tables noted in the trace; its wide tables are
+    /// thinned to the columns `text` points at first, so a wide table
+    /// counts at the size it is shown at. The whole schema when focusing
+    /// keeps everything and no table is wide.
     fn focused_schema(
         &self,
         text: &str,
@@ -759,13 +761,17 @@ impl Engine {
             .ok()
             .and_then(|e| e.rank(text, usize::MAX, f32::MIN).ok())
             .unwrap_or_default();
-        match focus::focus(&self.schema, text, links, &ranked, budget) {
-            Some(focused) => {
-                trace.focused_tables =
-                    Some(focused.tables.iter().map(|t| t.name.clone()).collect());
-                render_schema(&focused, self.config.schema_chars)
+        let thinned = focus::thin_wide_tables(&self.schema, text, links, &ranked);
+        let whole = thinned.as_ref().unwrap_or(&self.schema);
+        let focused = focus::focus(whole, text, links, &ranked, budget);
+        if let Some(focused) = &focused {
+            trace.focused_tables = Some(focused.tables.iter().map(|t| t.name.clone()).collect());
+        }
+        match (focused, thinned) {
+            (Some(schema), _) | (None, Some(schema)) => {
+                render_schema(&schema, self.config.schema_chars)
             }
-            None => self.schema_text.clone(),
+            (None, None) => self.schema_text.clone(),
         }
     }
 }
@@ -1413,6 +1419,56 @@ SELECT nosuch FROM singer
             )
             .unwrap();
         path
+    }
+
+    #[test]
+    fn a_wide_table_is_shown_whole_with_detail_where_the_question_points() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stores.sqlite");
+        let metrics: Vec<String> = (2000..2025)
+            .flat_map(|year| {
+                [
+                    "revenue", "cost", "profit", "units", "returns", "visits", "clicks", "signups",
+                ]
+                .map(|metric| format!("{metric}_{year}"))
+            })
+            .collect();
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        connection
+            .execute_batch(&format!(
+                "CREATE TABLE store_stats (store_id INTEGER PRIMARY KEY, city TEXT, {});
+                 CREATE TABLE managers (manager_id INTEGER PRIMARY KEY, name TEXT,
+                     store_id INTEGER REFERENCES store_stats(store_id));",
+                metrics
+                    .iter()
+                    .map(|m| format!("{m} REAL"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .unwrap();
+        for store in 1..=20 {
+            let values: Vec<String> = (0..metrics.len())
+                .map(|i| format!("{}.5", store * 100 + i))
+                .collect();
+            connection
+                .execute_batch(&format!(
+                    "INSERT INTO store_stats VALUES ({store}, 'City {store}', {});
+                     INSERT INTO managers VALUES ({store}, 'Manager {store}', {store});",
+                    values.join(", ")
+                ))
+                .unwrap();
+        }
+        drop(connection);
+        let prompt = direct_prompt_text(
+            &path,
+            "What was the profit in 2010 of the store Manager 7 runs?",
+        );
+        // Both tables, every column, and examples where the question points.
+        assert!(prompt.contains("CREATE TABLE store_stats"), "{prompt}");
+        assert!(prompt.contains("CREATE TABLE managers"), "{prompt}");
+        assert!(prompt.contains("  revenue_2003 REAL,\n"), "{prompt}");
+        assert!(prompt.contains("  profit_2010 REAL, -- e.g."), "{prompt}");
+        assert!(prompt.contains("  name TEXT, -- e.g."), "{prompt}");
     }
 
     #[test]
