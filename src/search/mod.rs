@@ -250,6 +250,9 @@ pub struct Engine {
     /// Characters of the schema at its richest detail, to decide whether a
     /// question's prompt shows a focused schema.
     schema_full_chars: usize,
+    /// The schema as the one-call prompts see it past the focus budget
+    /// when it has wide tables (`focus::thin_wide_tables`), and its text.
+    thinned: Option<(Schema, String)>,
     /// The schema's table and column names, for notes on and fixes of
     /// queries that name wrong ones.
     names: Arc<repair::SchemaNames>,
@@ -277,6 +280,14 @@ impl Engine {
             Executor::open(db, config.exec.clone())?.with_plain_names(plain_names.clone());
         let schema_text = render_schema(&schema, config.schema_chars);
         let schema_full_chars = focus::rendered_chars(&schema);
+        let thinned = config
+            .focus_chars
+            .filter(|&budget| schema_full_chars > budget)
+            .and_then(|_| focus::thin_wide_tables(&schema))
+            .map(|thin| {
+                let text = render_schema(&thin, config.schema_chars);
+                (thin, text)
+            });
         let dates_paragraph = dates::paragraph(&schema);
         let names = Arc::new(repair::SchemaNames::of(&schema));
         // One vocabulary serves both constraints: it is the costly part.
@@ -312,6 +323,7 @@ impl Engine {
             schema_text,
             dates_paragraph,
             schema_full_chars,
+            thinned,
             names,
             config,
             column_embeddings: OnceLock::new(),
@@ -743,10 +755,9 @@ impl Engine {
     }
 
     /// The schema focused on the tables `text` needs within `budget`
-    /// characters, the kept tables noted in the trace; its wide tables are
-    /// thinned to the columns `text` points at first, so a wide table
-    /// counts at the size it is shown at. The whole schema when focusing
-    /// keeps everything and no table is wide.
+    /// characters, the kept tables noted in the trace; the whole schema
+    /// when focusing keeps everything. Wide tables count, and are shown,
+    /// thinned (`thinned`).
     fn focused_schema(
         &self,
         text: &str,
@@ -761,17 +772,17 @@ impl Engine {
             .ok()
             .and_then(|e| e.rank(text, usize::MAX, f32::MIN).ok())
             .unwrap_or_default();
-        let thinned = focus::thin_wide_tables(&self.schema, text, links, &ranked);
-        let whole = thinned.as_ref().unwrap_or(&self.schema);
-        let focused = focus::focus(whole, text, links, &ranked, budget);
-        if let Some(focused) = &focused {
-            trace.focused_tables = Some(focused.tables.iter().map(|t| t.name.clone()).collect());
-        }
-        match (focused, thinned) {
-            (Some(schema), _) | (None, Some(schema)) => {
-                render_schema(&schema, self.config.schema_chars)
+        let (shown, shown_text) = match &self.thinned {
+            Some((schema, text)) => (schema, text),
+            None => (&self.schema, &self.schema_text),
+        };
+        match focus::focus(shown, text, links, &ranked, budget) {
+            Some(focused) => {
+                trace.focused_tables =
+                    Some(focused.tables.iter().map(|t| t.name.clone()).collect());
+                render_schema(&focused, self.config.schema_chars)
             }
-            (None, None) => self.schema_text.clone(),
+            None => shown_text.clone(),
         }
     }
 }
@@ -1422,7 +1433,7 @@ SELECT nosuch FROM singer
     }
 
     #[test]
-    fn a_wide_table_is_shown_whole_with_detail_where_the_question_points() {
+    fn a_wide_tables_numbers_are_shown_bare_the_same_for_every_question() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("stores.sqlite");
         let metrics: Vec<String> = (2000..2025)
@@ -1459,16 +1470,25 @@ SELECT nosuch FROM singer
                 .unwrap();
         }
         drop(connection);
-        let prompt = direct_prompt_text(
-            &path,
-            "What was the profit in 2010 of the store Manager 7 runs?",
+        let schema_part = |question: &str| {
+            let prompt = direct_prompt_text(&path, question);
+            prompt[..prompt.find("Question:").unwrap()].to_string()
+        };
+        let schema = schema_part("What was the profit in 2010 of the store Manager 7 runs?");
+        // Both tables, every column; examples for texts and keys only.
+        assert!(schema.contains("CREATE TABLE store_stats"), "{schema}");
+        assert!(schema.contains("CREATE TABLE managers"), "{schema}");
+        assert!(schema.contains("  profit_2010 REAL,\n"), "{schema}");
+        assert!(schema.contains("  city TEXT, -- e.g. 'City 1'"), "{schema}");
+        assert!(
+            schema.contains("  store_id INTEGER PRIMARY KEY, -- e.g. 1"),
+            "{schema}"
         );
-        // Both tables, every column, and examples where the question points.
-        assert!(prompt.contains("CREATE TABLE store_stats"), "{prompt}");
-        assert!(prompt.contains("CREATE TABLE managers"), "{prompt}");
-        assert!(prompt.contains("  revenue_2003 REAL,\n"), "{prompt}");
-        assert!(prompt.contains("  profit_2010 REAL, -- e.g."), "{prompt}");
-        assert!(prompt.contains("  name TEXT, -- e.g."), "{prompt}");
+        // The same for every question, so the model reads it once.
+        assert_eq!(
+            schema_part("Which city had the most visits in 2003?"),
+            schema
+        );
     }
 
     #[test]

@@ -84,28 +84,21 @@ pub(super) fn add_bridges(schema: &Schema, kept: &mut BTreeSet<String>) {
 /// Tables whose name's words all occur in the question (a plural `s`
 /// allowed).
 pub(super) fn named_tables(schema: &Schema, question: &str) -> Vec<String> {
-    let named = named_by(question);
+    let question_words = words(question);
+    let occurs = |w: &String| {
+        question_words
+            .iter()
+            .any(|q| q == w || q.strip_suffix('s') == Some(w) || q.strip_suffix("es") == Some(w))
+    };
     schema
         .tables
         .iter()
-        .filter(|t| named(&t.name))
+        .filter(|t| {
+            let name_words = words(&t.name);
+            !name_words.is_empty() && name_words.iter().all(occurs)
+        })
         .map(|t| t.name.clone())
         .collect()
-}
-
-/// Whether a name's words all occur in `question` (a plural `s` allowed);
-/// a name without words is not named.
-pub(super) fn named_by(question: &str) -> impl Fn(&str) -> bool {
-    let question_words = words(question);
-    move |name| {
-        let occurs = |w: &String| {
-            question_words.iter().any(|q| {
-                q == w || q.strip_suffix('s') == Some(w) || q.strip_suffix("es") == Some(w)
-            })
-        };
-        let name_words = words(name);
-        !name_words.is_empty() && name_words.iter().all(occurs)
-    }
 }
 
 #[cfg(test)]

@@ -4,14 +4,14 @@
 //! (named by it, holding a value it mentions, holding a column close to it
 //! in meaning) and kept in that order while the schema fits its budget.
 //! Tables that join two kept ones come along, and whole tables are kept, so
-//! every join key stays. A table too wide to show in full shows every
-//! column, but example values and descriptions only of the columns the
-//! question points at.
+//! every join key stays. A wide table shows its numeric columns without
+//! example values.
 
-use super::compress::{add_bridges, named_by, named_tables};
+use super::compress::{add_bridges, named_tables};
 use super::embedding::ColumnScore;
 use super::linking::LinkMatch;
-use crate::db::{render_schema, Schema};
+use crate::db::schema::Table;
+use crate::db::{render_schema, Schema, Value};
 use std::collections::BTreeSet;
 
 /// Score of a table the question names, and of one holding a linked value
@@ -86,63 +86,38 @@ pub fn focus(
     Some(Schema { tables })
 }
 
-/// A table with more columns than this is wide: past the budget, only the
-/// columns the question points at keep their examples and descriptions.
-/// (No table of the benchmarks' databases has more than 26.)
+/// A table with more columns than this is wide: past the budget, its
+/// numeric columns are listed without example values. (No table of the
+/// benchmarks' databases has more than 26.)
 pub const WIDE_TABLE_COLUMNS: usize = 30;
 
-/// How many of a wide table's columns closest to the question in meaning
-/// keep their detail, besides those it names or holds a value of.
-const CLOSEST_COLUMNS: usize = 8;
-
-/// `schema` with each wide table's columns that `question` does not point
-/// at left bare (name, type and key only): a 250-column table's examples
-/// cost thousands of prompt tokens the question never reads. A column is
-/// pointed at when its name's words occur in the question, it holds a
-/// value the question mentions (`links`), it is a key, or it is among the
-/// table's [`CLOSEST_COLUMNS`] in `ranked`. None when no table is wide.
-pub fn thin_wide_tables(
-    schema: &Schema,
-    question: &str,
-    links: &[LinkMatch],
-    ranked: &[ColumnScore],
-) -> Option<Schema> {
-    if schema
-        .tables
-        .iter()
-        .all(|t| t.columns.len() <= WIDE_TABLE_COLUMNS)
-    {
+/// `schema` with the example values of its wide tables' numeric columns
+/// left out, keys aside: a 250-column table of yearly figures spends
+/// thousands of prompt tokens on digits that tell the model little more
+/// than the column's type, while text examples show how values are
+/// spelt. The same for every question, so a prompt's schema stays a
+/// prefix the model has already read. None when no table is wide.
+pub fn thin_wide_tables(schema: &Schema) -> Option<Schema> {
+    let wide = |table: &Table| table.columns.len() > WIDE_TABLE_COLUMNS;
+    if !schema.tables.iter().any(wide) {
         return None;
     }
-    let named = named_by(question);
     let mut thinned = schema.clone();
-    for table in &mut thinned.tables {
-        if table.columns.len() <= WIDE_TABLE_COLUMNS {
-            continue;
-        }
-        let same_table = |name: &str| name.eq_ignore_ascii_case(&table.name);
-        let closest: Vec<&str> = ranked
-            .iter()
-            .filter(|c| same_table(&c.table))
-            .take(CLOSEST_COLUMNS)
-            .map(|c| c.column.as_str())
-            .collect();
-        let keys: Vec<&str> = table
+    for table in thinned.tables.iter_mut().filter(|t| wide(t)) {
+        let keys: Vec<String> = table
             .foreign_keys
             .iter()
-            .map(|fk| fk.column.as_str())
+            .map(|fk| fk.column.clone())
             .collect();
         for column in &mut table.columns {
-            let is = |name: &str| name.eq_ignore_ascii_case(&column.name);
-            let pointed_at = named(&column.name)
-                || column.primary_key
-                || keys.iter().any(|k| is(k))
-                || closest.iter().any(|c| is(c))
-                || links.iter().any(|l| same_table(&l.table) && is(&l.column));
-            if !pointed_at {
+            let is_key =
+                column.primary_key || keys.iter().any(|k| k.eq_ignore_ascii_case(&column.name));
+            let numeric = column
+                .examples
+                .iter()
+                .all(|v| matches!(v, Value::Integer(_) | Value::Real(_)));
+            if numeric && !is_key {
                 column.examples.clear();
-                column.description = None;
-                column.value_description = None;
             }
         }
     }
@@ -204,24 +179,24 @@ mod tests {
         assert_eq!(names(&focused), ["singer"]);
     }
 
-    /// A table of `width` columns: a key, a city and yearly metrics, each
+    /// A table of `width` columns: a key, a city and yearly figures, each
     /// with an example value and a description.
-    fn stats_table(width: usize) -> crate::db::schema::Table {
-        use crate::db::schema::{Column, Table};
-        use crate::db::Value;
-        let column = |name: String, primary_key: bool| Column {
+    fn stats_table(width: usize) -> Table {
+        use crate::db::schema::Column;
+        let column = |name: &str, example: Value| Column {
+            name: name.into(),
+            declared_type: String::new(),
+            primary_key: name == "store_id",
+            examples: vec![example],
             description: Some(format!("the {name}")),
-            examples: vec![Value::Integer(7)],
-            name,
-            declared_type: "REAL".into(),
-            primary_key,
             value_description: None,
         };
         let mut columns = vec![
-            column("store_id".into(), true),
-            column("city".into(), false),
+            column("store_id", Value::Integer(7)),
+            column("city", Value::Text("Oslo".into())),
         ];
-        columns.extend((2..width).map(|i| column(format!("metric_{}", 1990 + i), false)));
+        columns
+            .extend((2..width).map(|i| column(&format!("sales_{}", 1990 + i), Value::Real(2.5))));
         Table {
             name: "store_stats".into(),
             is_view: false,
@@ -231,60 +206,35 @@ mod tests {
         }
     }
 
-    fn detailed(table: &crate::db::schema::Table) -> Vec<&str> {
+    fn with_examples(table: &Table) -> Vec<&str> {
         table
             .columns
             .iter()
-            .filter(|c| !c.examples.is_empty() && c.description.is_some())
+            .filter(|c| !c.examples.is_empty())
             .map(|c| c.name.as_str())
             .collect()
     }
 
     #[test]
-    fn a_wide_table_keeps_detail_only_where_the_question_points() {
+    fn a_wide_tables_numbers_lose_their_examples_and_its_keys_and_texts_keep_them() {
         let mut schema = schema();
         schema.tables.push(stats_table(WIDE_TABLE_COLUMNS + 10));
-        let links = [LinkMatch {
-            phrase: "Oslo".into(),
-            table: "store_stats".into(),
-            column: "city".into(),
-            value: Some("Oslo".into()),
-            similarity: 1.0,
-        }];
-        let ranked = [ColumnScore {
-            table: "store_stats".into(),
-            column: "metric_2001".into(),
-            similarity: 0.5,
-        }];
-        let thinned = thin_wide_tables(
-            &schema,
-            "What was the metric in 2010 of the Oslo store?",
-            &links,
-            &ranked,
-        )
-        .unwrap();
+        let thinned = thin_wide_tables(&schema).unwrap();
         let stats = thinned.table("store_stats").unwrap();
-        // The key, the linked city, the closest column and the one named.
-        assert_eq!(
-            detailed(stats),
-            ["store_id", "city", "metric_2001", "metric_2010"]
-        );
-        // Every column is still there, and narrow tables are untouched.
+        assert_eq!(with_examples(stats), ["store_id", "city"]);
+        // Every column is still there with its description, and narrow
+        // tables are untouched.
         assert_eq!(stats.columns.len(), WIDE_TABLE_COLUMNS + 10);
-        assert_eq!(
+        assert!(stats.columns.iter().all(|c| c.description.is_some()));
+        let narrow = |s: &Schema| {
             render_schema(
                 &Schema {
-                    tables: thinned.tables[..4].to_vec()
+                    tables: s.tables[..4].to_vec(),
                 },
-                usize::MAX
-            ),
-            render_schema(
-                &Schema {
-                    tables: schema.tables[..4].to_vec()
-                },
-                usize::MAX
+                usize::MAX,
             )
-        );
+        };
+        assert_eq!(narrow(&thinned), narrow(&schema));
         assert!(rendered_chars(&thinned) < rendered_chars(&schema));
     }
 
@@ -292,6 +242,6 @@ mod tests {
     fn a_schema_without_wide_tables_is_not_thinned() {
         let mut schema = schema();
         schema.tables.push(stats_table(WIDE_TABLE_COLUMNS));
-        assert!(thin_wide_tables(&schema, "What was the metric?", &[], &[]).is_none());
+        assert!(thin_wide_tables(&schema).is_none());
     }
 }
