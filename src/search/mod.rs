@@ -729,9 +729,8 @@ impl Engine {
 
     /// What the one-call prompts show besides the schema, as prompt
     /// paragraphs: the stored values the question mentions (from `links`,
-    /// when switched on), how to compute with dates stored as text, the
-    /// and the worked examples (none of this database; the trace names
-    /// them).
+    /// when switched on), how to compute with dates stored as text, and
+    /// the worked examples (none of this database; the trace names them).
     fn evidence(&self, question: &str, links: &[LinkMatch], trace: &mut Trace) -> Result<String> {
         let mut paragraphs = if self.config.mentioned_values {
             mentioned_values::paragraph(links)
