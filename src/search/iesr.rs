@@ -71,9 +71,10 @@ impl Engine {
                 } else {
                     Err("switched off".to_string())
                 };
+                let (schema, full_schema) = self.shown_schema();
                 let inputs = Inputs {
-                    schema: &self.schema,
-                    full_schema: &self.schema_text,
+                    schema,
+                    full_schema,
                     index,
                     embeddings,
                     rules: &config.rules,
@@ -292,6 +293,35 @@ mod tests {
                 _ => "none".into(),
             }
         })
+    }
+
+    #[test]
+    fn stage_one_reads_a_wide_tables_numbers_without_examples() {
+        let dir = tempfile::tempdir().unwrap();
+        let stores = super::super::tests::wide_stores(dir.path());
+        let model = ScriptedModel::responding(|prompt, _| match step_of(prompt) {
+            "question analysis" => "{'intent': 'count', 'tables': ['store_stats']}".into(),
+            "SQL generation" | "SQL revision" => "<sql>SELECT count(*) FROM store_stats".into(),
+            _ => "none".into(),
+        });
+        let config = SearchConfig {
+            method: Method::Iesr,
+            iesr: config(dir.path()),
+            ..SearchConfig::default()
+        };
+        let answer = Engine::new(Arc::new(model), &stores, config)
+            .unwrap()
+            .answer("How many stores are there?", None)
+            .unwrap();
+        let understanding = answer
+            .trace
+            .calls
+            .iter()
+            .find(|c| c.stage.starts_with("understanding"))
+            .unwrap();
+        let prompt = &understanding.prompt[1].content;
+        assert!(prompt.contains("  profit_2010 REAL,\n"), "{prompt}");
+        assert!(prompt.contains("  city TEXT, -- e.g."), "{prompt}");
     }
 
     #[test]

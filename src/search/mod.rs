@@ -250,8 +250,8 @@ pub struct Engine {
     /// Characters of the schema at its richest detail, to decide whether a
     /// question's prompt shows a focused schema.
     schema_full_chars: usize,
-    /// The schema as the one-call prompts see it past the focus budget
-    /// when it has wide tables (`focus::thin_wide_tables`), and its text.
+    /// The schema as the prompts see it past the focus budget when it has
+    /// wide tables (`focus::thin_wide_tables`), and its text.
     thinned: Option<(Schema, String)>,
     /// The schema's table and column names, for notes on and fixes of
     /// queries that name wrong ones.
@@ -771,17 +771,23 @@ impl Engine {
             .ok()
             .and_then(|e| e.rank(text, usize::MAX, f32::MIN).ok())
             .unwrap_or_default();
-        let (shown, shown_text) = match &self.thinned {
-            Some((schema, text)) => (schema, text),
-            None => (&self.schema, &self.schema_text),
-        };
+        let (shown, shown_text) = self.shown_schema();
         match focus::focus(shown, text, links, &ranked, budget) {
             Some(focused) => {
                 trace.focused_tables =
                     Some(focused.tables.iter().map(|t| t.name.clone()).collect());
                 render_schema(&focused, self.config.schema_chars)
             }
-            None => shown_text.clone(),
+            None => shown_text.to_string(),
+        }
+    }
+
+    /// The schema the prompts read, and its text: with wide tables
+    /// thinned past the focus budget (`thinned`), else the whole schema.
+    fn shown_schema(&self) -> (&Schema, &str) {
+        match &self.thinned {
+            Some((schema, text)) => (schema, text),
+            None => (&self.schema, &self.schema_text),
         }
     }
 }
@@ -1431,10 +1437,10 @@ SELECT nosuch FROM singer
         path
     }
 
-    #[test]
-    fn a_wide_tables_numbers_are_shown_bare_the_same_for_every_question() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("stores.sqlite");
+    /// Stores with a 202-column table of yearly figures, and their
+    /// managers.
+    pub(super) fn wide_stores(dir: &std::path::Path) -> std::path::PathBuf {
+        let path = dir.join("stores.sqlite");
         let metrics: Vec<String> = (2000..2025)
             .flat_map(|year| {
                 [
@@ -1469,6 +1475,13 @@ SELECT nosuch FROM singer
                 .unwrap();
         }
         drop(connection);
+        path
+    }
+
+    #[test]
+    fn a_wide_tables_numbers_are_shown_bare_the_same_for_every_question() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = wide_stores(dir.path());
         let schema_part = |question: &str| {
             let prompt = direct_prompt_text(&path, question);
             prompt[..prompt.find("Question:").unwrap()].to_string()
