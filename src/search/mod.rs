@@ -441,18 +441,19 @@ impl Engine {
     ) -> Result<Answer> {
         let mut material = self.direct_material(question, hint, &mut trace)?;
         let function_first = self.config.functions == FunctionUse::First;
-        let (messages, opening, constraint) = if function_first {
+        if function_first {
             // The frame and its example say how to write the functions;
             // the paragraph on functions written later would contradict them.
             material.functions.clear();
-            let direct = direct_prompt(&material, hint, question, DIRECT_INSTRUCTION);
+        }
+        let direct = direct_prompt(&material, hint, question, DIRECT_INSTRUCTION);
+        let (messages, opening, constraint) = if function_first {
             (
                 function_first_prompt(direct),
                 FUNCTION_FIRST_OPENING,
                 self.function_first_constraint.clone(),
             )
         } else {
-            let direct = direct_prompt(&material, hint, question, DIRECT_INSTRUCTION);
             (direct, "", self.direct_constraint.clone())
         };
         let mut asked = messages.clone();
