@@ -396,11 +396,11 @@ struct MethodArgs {
     /// in-process backends).
     #[arg(long)]
     no_query_first: bool,
-    /// Above this many characters of schema, the one-call prompts (greedy,
-    /// sc, the search's direct samples) show only the tables the question
-    /// needs most, within this many.
-    #[arg(long, default_value_t = iesr::search::DEFAULT_FOCUS_CHARS)]
-    focus_chars: usize,
+    /// Above this many prompt tokens of schema, the one-call prompts
+    /// (greedy, sc, the search's direct samples) show only the tables the
+    /// question needs most, within this many.
+    #[arg(long, default_value_t = iesr::search::DEFAULT_FOCUS_TOKENS)]
+    focus_tokens: usize,
     /// Show every table in every prompt, however wide the schema.
     #[arg(long)]
     no_focus: bool,
@@ -561,7 +561,7 @@ impl MethodArgs {
             redecode: !self.no_redecode,
             query_first: !self.no_query_first,
             min_p: self.min_p,
-            focus_chars: (!self.no_focus).then_some(self.focus_chars),
+            focus_tokens: (!self.no_focus).then_some(self.focus_tokens),
             feedback_rounds: self.feedback_rounds,
             read_chars: self.read_chars,
             read_fallback: !self.no_read_fallback,

@@ -48,6 +48,17 @@ fn chat_template_comes_from_the_gguf() {
 }
 
 #[test]
+fn prompt_tokens_are_counted_by_the_models_tokenizer() {
+    let text = "  level REAL, -- e.g. 209458.7919, 314187.15838\n  city TEXT -- e.g. 'Porto'";
+    let tokenizer = gguf::load_tokenizer(&model_path()).unwrap();
+    let ids = tokenizer.encode(text, false).unwrap().get_ids().len();
+    assert_eq!(shared().count_tokens(text), ids);
+    // Each digit is a token of its own, which the estimate for backends
+    // without a tokenizer relies on.
+    assert_eq!(shared().count_tokens("209458"), 6);
+}
+
+#[test]
 fn same_seed_same_samples_and_rows_differ() {
     let sampling = Sampling {
         temperature: 1.0,

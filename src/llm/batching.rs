@@ -209,6 +209,10 @@ impl LanguageModel for BatchingModel {
         self.model.first_token_text(text)
     }
 
+    fn count_tokens(&self, text: &str) -> usize {
+        self.model.count_tokens(text)
+    }
+
     fn seat(&self) -> Option<Seat> {
         self.shared.lock().seats += 1;
         Some(Seat {

@@ -168,6 +168,14 @@ impl TextCodec {
         }
     }
 
+    /// The tokens the tokenizer writes for `text`; the estimate where it
+    /// cannot encode it.
+    pub fn count_tokens(&self, text: &str) -> usize {
+        self.encode(text)
+            .map(|ids| ids.len())
+            .unwrap_or_else(|_| super::estimate_tokens(text))
+    }
+
     /// The text of the first token the tokenizer writes for `text`.
     pub fn first_token_text(&self, text: &str) -> Option<String> {
         let ids = self.encode(text).ok()?;

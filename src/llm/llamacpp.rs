@@ -266,4 +266,8 @@ impl LanguageModel for LlamaCppModel {
     fn first_token_text(&self, text: &str) -> Option<String> {
         self.codec.first_token_text(text)
     }
+
+    fn count_tokens(&self, text: &str) -> usize {
+        self.codec.count_tokens(text)
+    }
 }

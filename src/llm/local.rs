@@ -609,6 +609,10 @@ impl LanguageModel for LocalModel {
         self.codec.first_token_text(text)
     }
 
+    fn count_tokens(&self, text: &str) -> usize {
+        self.codec.count_tokens(text)
+    }
+
     fn generate(&self, prompt: &Prompt, sampling: &Sampling) -> Result<Generation> {
         self.run(prompt, sampling)
     }

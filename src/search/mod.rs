@@ -101,12 +101,15 @@ impl Default for IesrConfig {
     }
 }
 
-/// About 3,000 prompt tokens of schema (CREATE TABLE text with example
-/// values tokenises at 2 to 3 characters a token), some 15 s of prefill
-/// at the 0.5B model's 185 tok/s on a 2-core CPU. Focusing smaller schemas
-/// (4,000 characters) saved little, changed no measured accuracy beyond
-/// noise, and defeats the prefix cache that questions on one database share.
-pub const DEFAULT_FOCUS_CHARS: usize = 8_000;
+/// Prompt tokens of schema, as the model's tokenizer counts them, above
+/// which the one-call prompts are focused. Every schema of the shared
+/// benchmarks fits whole (the largest, LogicCat's SmartHomeDB, is 3,163
+/// tokens); a schema of numeric examples, a token a digit, reaches it at
+/// far fewer characters than a schema of words. Focusing smaller schemas
+/// (a budget of 4,000 characters, when it was counted so) saved little,
+/// changed no measured accuracy beyond noise, and defeats the prefix cache
+/// that questions on one database share.
+pub const DEFAULT_FOCUS_TOKENS: usize = 3_500;
 
 /// How queries may use functions SQLite lacks, written in JavaScript by
 /// the model and run in a sandbox (`crate::functions`).
@@ -148,10 +151,10 @@ pub struct SearchConfig {
     /// Sample the replies of prompts that ask only for a query so that they
     /// open with it (in-process backends; `query_first`).
     pub query_first: bool,
-    /// Above this many characters (the schema at its richest detail),
+    /// Above this many prompt tokens (the schema at its richest detail),
     /// one-call prompts show only the tables the question needs most,
     /// within this many; None shows every table.
-    pub focus_chars: Option<usize>,
+    pub focus_tokens: Option<usize>,
     /// Min-p of every sampled query (sc's samples, the search's steps at a
     /// temperature): the tail of tokens far less likely than the likeliest
     /// is never drawn.
@@ -190,7 +193,7 @@ impl Default for SearchConfig {
             name_constraint: true,
             redecode: true,
             query_first: true,
-            focus_chars: Some(DEFAULT_FOCUS_CHARS),
+            focus_tokens: Some(DEFAULT_FOCUS_TOKENS),
             min_p: DEFAULT_MIN_P,
             feedback_rounds: DEFAULT_FEEDBACK_ROUNDS,
             read_chars: DEFAULT_READ_CHARS,
@@ -247,9 +250,9 @@ pub struct Engine {
     /// What the one-call prompts say about columns that hold dates as
     /// text (empty when none does).
     dates_paragraph: String,
-    /// Characters of the schema at its richest detail, to decide whether a
-    /// question's prompt shows a focused schema.
-    schema_full_chars: usize,
+    /// Prompt tokens of the schema at its richest detail, to decide
+    /// whether a question's prompt shows a focused schema.
+    schema_full_tokens: usize,
     /// The schema as the prompts see it past the focus budget when it has
     /// wide tables (`focus::thin_wide_tables`), and its text.
     thinned: Option<(Schema, String)>,
@@ -279,10 +282,10 @@ impl Engine {
         let executor =
             Executor::open(db, config.exec.clone())?.with_plain_names(plain_names.clone());
         let schema_text = render_schema(&schema, config.schema_chars);
-        let schema_full_chars = focus::rendered_chars(&schema);
+        let schema_full_tokens = focus::rendered_tokens(&schema, &|text| model.count_tokens(text));
         let thinned = config
-            .focus_chars
-            .filter(|&budget| schema_full_chars > budget)
+            .focus_tokens
+            .filter(|&budget| schema_full_tokens > budget)
             .and_then(|_| focus::thin_wide_tables(&schema))
             .map(|thin| {
                 let text = render_schema(&thin, config.schema_chars);
@@ -322,7 +325,7 @@ impl Engine {
             schema,
             schema_text,
             dates_paragraph,
-            schema_full_chars,
+            schema_full_tokens,
             thinned,
             names,
             config,
@@ -705,8 +708,8 @@ impl Engine {
         let text = format!("{question} {}", hint.unwrap_or_default());
         let focus_budget = self
             .config
-            .focus_chars
-            .filter(|&budget| self.schema_full_chars > budget);
+            .focus_tokens
+            .filter(|&budget| self.schema_full_tokens > budget);
         // Linking is optional evidence: a database whose values cannot be
         // indexed shows none, and the focus still ranks by names.
         let links = if focus_budget.is_some() || self.config.mentioned_values {
@@ -755,7 +758,7 @@ impl Engine {
     }
 
     /// The schema focused on the tables `text` needs within `budget`
-    /// characters, the kept tables noted in the trace; the whole schema
+    /// prompt tokens, the kept tables noted in the trace; the whole schema
     /// when focusing keeps everything. Wide tables count, and are shown,
     /// thinned (`thinned`).
     fn focused_schema(
@@ -773,7 +776,8 @@ impl Engine {
             .and_then(|e| e.rank(text, usize::MAX, f32::MIN).ok())
             .unwrap_or_default();
         let (shown, shown_text) = self.shown_schema();
-        match focus::focus(shown, text, links, &ranked, budget) {
+        let count_tokens = |text: &str| self.model.count_tokens(text);
+        match focus::focus(shown, text, links, &ranked, budget, &count_tokens) {
             Some(focused) => {
                 trace.focused_tables =
                     Some(focused.tables.iter().map(|t| t.name.clone()).collect());
@@ -1502,6 +1506,47 @@ SELECT nosuch FROM singer
             schema_part("Which city had the most visits in 2003?"),
             schema
         );
+    }
+
+    /// Twenty-four tables of gauge readings, every value a long number: a
+    /// schema short in characters and long in tokens.
+    fn gauge_readings(dir: &std::path::Path) -> std::path::PathBuf {
+        let path = dir.join("gauges.sqlite");
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        for gauge in 1..=24 {
+            let readings: Vec<String> = (0..4)
+                .map(|row| {
+                    let value = |k: usize| format!("{}.{}", 104_729 * (gauge + k), 7_919 * row);
+                    format!("({row}, {}, {}, {})", value(1), value(2), value(3))
+                })
+                .collect();
+            connection
+                .execute_batch(&format!(
+                    "CREATE TABLE gauge_{gauge} (reading_id INTEGER PRIMARY KEY,
+                         level REAL, flow REAL, pressure REAL);
+                     INSERT INTO gauge_{gauge} VALUES {};",
+                    readings.join(", ")
+                ))
+                .unwrap();
+        }
+        drop(connection);
+        path
+    }
+
+    #[test]
+    fn a_schema_long_in_tokens_is_focused_however_short_in_characters() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = gauge_readings(dir.path());
+        let schema = Schema::load(&path, &IntrospectOptions::default()).unwrap();
+        let whole = render_schema(&schema, usize::MAX);
+        // Short enough in characters to have been shown whole, but its
+        // digits are tokens each.
+        assert!(whole.chars().count() < 8_000, "{}", whole.len());
+        assert!(crate::llm::estimate_tokens(&whole) > DEFAULT_FOCUS_TOKENS);
+        let prompt = direct_prompt_text(&path, "What is the highest level of gauge_7?");
+        assert!(prompt.contains("CREATE TABLE gauge_7 "), "{prompt}");
+        let shown = prompt.matches("CREATE TABLE gauge_").count();
+        assert!((1..24).contains(&shown), "{shown} tables shown");
     }
 
     #[test]

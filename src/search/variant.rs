@@ -65,10 +65,10 @@ impl SearchConfig {
                 ("read", 1, changes)
             }
         };
-        match self.focus_chars {
+        match self.focus_tokens {
             None => changes.insert(0, "no-focus".to_string()),
-            Some(chars) if chars != super::DEFAULT_FOCUS_CHARS => {
-                changes.insert(0, format!("focus-chars {chars}"))
+            Some(tokens) if tokens != super::DEFAULT_FOCUS_TOKENS => {
+                changes.insert(0, format!("focus-tokens {tokens}"))
             }
             Some(_) => {}
         }
@@ -229,7 +229,7 @@ mod tests {
         };
         assert_eq!(given_up.variant().label(), "greedy no-redecode @1");
         let whole = SearchConfig {
-            focus_chars: None,
+            focus_tokens: None,
             ..SearchConfig::default()
         };
         assert_eq!(whole.variant().label(), "greedy no-focus @1");

@@ -19,20 +19,23 @@ use std::collections::BTreeSet;
 const NAMED: f32 = 2.0;
 const LINKED: f32 = 1.0;
 
-/// Characters of `schema` rendered at its richest detail.
-pub fn rendered_chars(schema: &Schema) -> usize {
-    render_schema(schema, usize::MAX).chars().count()
+/// Prompt tokens of `schema` rendered at its richest detail, as
+/// `count_tokens` counts a text's.
+pub fn rendered_tokens(schema: &Schema, count_tokens: &dyn Fn(&str) -> usize) -> usize {
+    count_tokens(&render_schema(schema, usize::MAX))
 }
 
-/// The tables of `schema` that `question` needs most, within `max_chars`
-/// at the richest detail, in schema order; None when the whole schema fits
-/// or would be kept. Named tables are kept even past the budget.
+/// The tables of `schema` that `question` needs most, within `max_tokens`
+/// at the richest detail (counted by `count_tokens`), in schema order; None
+/// when the whole schema fits or would be kept. Named tables are kept even
+/// past the budget.
 pub fn focus(
     schema: &Schema,
     question: &str,
     links: &[LinkMatch],
     ranked: &[ColumnScore],
-    max_chars: usize,
+    max_tokens: usize,
+    count_tokens: &dyn Fn(&str) -> usize,
 ) -> Option<Schema> {
     // A schema that fits whole keeps every table below, so needs no check
     // (and no rendering) of its own here.
@@ -63,10 +66,13 @@ pub fn focus(
     let mut kept = BTreeSet::new();
     let mut used = 0;
     for (score, table) in order {
-        let size = rendered_chars(&Schema {
-            tables: vec![table.clone()],
-        });
-        let fits = used + size <= max_chars;
+        let size = rendered_tokens(
+            &Schema {
+                tables: vec![table.clone()],
+            },
+            count_tokens,
+        );
+        let fits = used + size <= max_tokens;
         if !(fits || kept.is_empty() || score >= NAMED) {
             break;
         }
@@ -137,6 +143,15 @@ mod tests {
         }
     }
 
+    /// Counts characters for tokens: the focus reads sizes, not texts.
+    fn chars(text: &str) -> usize {
+        text.chars().count()
+    }
+
+    fn rendered_chars(schema: &Schema) -> usize {
+        rendered_tokens(schema, &chars)
+    }
+
     fn names(schema: &Schema) -> Vec<&str> {
         schema.tables.iter().map(|t| t.name.as_str()).collect()
     }
@@ -145,7 +160,7 @@ mod tests {
     fn a_schema_within_budget_is_left_whole() {
         let schema = schema();
         let all = rendered_chars(&schema);
-        assert!(focus(&schema, "How many singers?", &[], &[], all).is_none());
+        assert!(focus(&schema, "How many singers?", &[], &[], all, &chars).is_none());
     }
 
     #[test]
@@ -166,6 +181,7 @@ mod tests {
             &[],
             &ranked,
             budget,
+            &chars,
         )
         .unwrap();
         assert_eq!(names(&focused), ["singer", "concert", "singer_in_concert"]);
@@ -175,7 +191,7 @@ mod tests {
     fn a_named_table_is_kept_past_the_budget() {
         let schema = schema();
         let ranked = [column("stadium", 0.9)];
-        let focused = focus(&schema, "List every singer.", &[], &ranked, 10).unwrap();
+        let focused = focus(&schema, "List every singer.", &[], &ranked, 10, &chars).unwrap();
         assert_eq!(names(&focused), ["singer"]);
     }
 
