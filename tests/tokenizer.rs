@@ -59,3 +59,60 @@ fn decomposed_accents_are_the_one_known_difference() {
             .to_vec()
     );
 }
+
+/// The tokens the name constraint lets a greedy row write when the model
+/// wants `wanted`, one after another, after `written`, over a database of
+/// a table `销售` (sales) and a table `Café`.
+fn written_under_the_constraint(written: &str, wanted: &str) -> Vec<u32> {
+    use iesr::llm::decoding::{RowState, TextCodec};
+    use iesr::llm::Sampling;
+    use iesr::search::name_constraint::{NameConstraint, SchemaVocabulary};
+
+    let tokenizer = load_tokenizer(&model_path()).unwrap();
+    let wanted = tokenizer.encode(wanted, false).unwrap().get_ids().to_vec();
+    let vocab = tokenizer.get_vocab_size(true);
+    let codec = TextCodec::new("qwen".into(), tokenizer, None, Vec::new(), 4096);
+    let names = SchemaVocabulary::of_tables(
+        [("销售", ["编号", "数量"]), ("Café", ["id", "Nom"])]
+            .into_iter()
+            .map(|(table, columns)| (table, columns.into_iter())),
+    );
+    let sampling = Sampling {
+        constraint: Some(NameConstraint::continuing(names, written)),
+        ..Sampling::default()
+    };
+    let mut row = RowState::new(&sampling, 0, 64);
+    for &token in &wanted {
+        let mut logits = vec![0.0f32; vocab];
+        logits[token as usize] = 10.0;
+        codec.sample_next(&mut row, &logits).unwrap();
+    }
+    row.tokens().to_vec()
+}
+
+#[test]
+fn the_name_constraint_reads_letters_split_over_tokens_whole() {
+    let tokenizer = load_tokenizer(&model_path()).unwrap();
+    let ids = |text: &str| tokenizer.encode(text, false).unwrap().get_ids().to_vec();
+    // Qwen2's tokenizer writes 销 and 糖 as pieces of their bytes, each
+    // of which alone decodes to U+FFFD.
+    assert!(ids(" 销售").len() > 2 && ids(" 糖").len() > 1);
+    let after_from = "```sql\nSELECT * FROM";
+    // A table the schema has, written in pieces of letters, is allowed...
+    assert_eq!(
+        written_under_the_constraint(after_from, " 销售"),
+        ids(" 销售")
+    );
+    assert_eq!(
+        written_under_the_constraint(after_from, " Café"),
+        ids(" Café")
+    );
+    // ...and one it lacks is refused once its first letter is whole.
+    let invented = ids(" 糖咖啡");
+    let written = written_under_the_constraint(after_from, " 糖咖啡");
+    assert_ne!(written, invented);
+    assert_eq!(
+        written[0], invented[0],
+        "a letter's first byte cannot be judged"
+    );
+}

@@ -7,7 +7,7 @@
 //! runs and every answer it gives. Error messages come back in plain
 //! words too.
 
-use super::schema::{is_reserved, plain_identifier, Schema};
+use super::schema::{is_plain_identifier, plain_identifier, Schema};
 use std::collections::HashMap;
 
 /// The plain word standing for each name that must be quoted, both ways.
@@ -36,7 +36,7 @@ impl PlainNames {
             real_names.iter().map(|n| n.to_lowercase()).collect();
         let mut names = PlainNames::default();
         for real in real_names {
-            if is_plain(real) || names.plain_of.contains_key(real) {
+            if is_plain_identifier(real) || names.plain_of.contains_key(real) {
                 continue;
             }
             let base = plain_identifier(real, "n");
@@ -181,13 +181,6 @@ fn replace_whole(text: &str, name: &str, word: &str) -> String {
 }
 
 /// Whether SQLite reads `name` as a name, unquoted: one word, no keyword.
-fn is_plain(name: &str) -> bool {
-    !name.is_empty()
-        && name.chars().all(is_word_char)
-        && !name.starts_with(|c: char| c.is_ascii_digit())
-        && !is_reserved(name)
-}
-
 fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }

@@ -254,14 +254,21 @@ pub fn plain_identifier(text: &str, prefix: &str) -> String {
 
 /// Quotes an identifier for SQLite when it is not a plain word.
 pub fn quote_identifier(name: &str) -> String {
-    let plain = !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit());
-    if plain && !is_reserved(name) {
+    if is_plain_identifier(name) {
         name.to_string()
     } else {
         format!("\"{}\"", name.replace('"', "\"\""))
     }
+}
+
+/// Whether `name` needs no quotes: letters (any script's: SQLite reads
+/// every character outside ASCII as part of a name), digits and `_`, not
+/// starting with a digit, and no keyword.
+pub fn is_plain_identifier(name: &str) -> bool {
+    !name.is_empty()
+        && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && !is_reserved(name)
 }
 
 /// Whether `name` must be quoted to name a table or column: the SQLite
@@ -365,6 +372,10 @@ mod tests {
         assert_eq!(quote_identifier("cast"), "\"cast\"");
         assert_eq!(quote_identifier("a\"b"), "\"a\"\"b\"");
         assert_eq!(quote_identifier("2nd"), "\"2nd\"");
+        // SQLite reads every character outside ASCII as part of a name.
+        assert_eq!(quote_identifier("Café"), "Café");
+        assert_eq!(quote_identifier("销售"), "销售");
+        assert_eq!(quote_identifier("Prix €"), "\"Prix €\"");
     }
 
     #[test]

@@ -10,6 +10,7 @@ use super::sampler::Sampler;
 use super::{Completion, FinishReason, Prompt, Sampling};
 use crate::error::{Error, Result};
 use rayon::prelude::*;
+use std::borrow::Cow;
 use std::sync::OnceLock;
 use tokenizers::Tokenizer;
 
@@ -83,7 +84,8 @@ impl TextCodec {
             if self.stop_tokens.contains(&token) {
                 checker.allows_end()
             } else {
-                checker.allows(self.piece(token))
+                let (text, _) = self.new_text(&state.unfinished, token);
+                text.is_empty() || checker.allows(&text)
             }
         };
         if allowed(token) {
@@ -132,6 +134,25 @@ impl TextCodec {
         state.sampler.next_token(&only)
     }
 
+    /// The whole characters `token` adds to a row's text after the
+    /// `unfinished` tokens, and whether it leaves a character unfinished.
+    /// Byte-level vocabularies split a letter outside ASCII (`é`, `糖`)
+    /// over several tokens, each of which alone decodes to U+FFFD; the
+    /// constraint must read the letter, not the stand-in, so such tokens'
+    /// text is read from all of them together once the letter is whole.
+    fn new_text(&self, unfinished: &Unfinished, token: u32) -> (Cow<'_, str>, bool) {
+        let piece = self.piece(token);
+        if unfinished.tokens.is_empty() && !piece.contains(char::REPLACEMENT_CHARACTER) {
+            return (Cow::Borrowed(piece), false);
+        }
+        let ids: Vec<u32> = unfinished.tokens.iter().copied().chain([token]).collect();
+        let text = self.tokenizer.decode(&ids, false).unwrap_or_default();
+        let whole = text.trim_end_matches(char::REPLACEMENT_CHARACTER);
+        let open = whole.len() < text.len();
+        let new = whole.get(unfinished.read..).unwrap_or_default();
+        (Cow::Owned(new.to_string()), open)
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -176,10 +197,14 @@ impl TextCodec {
             .unwrap_or_else(|_| super::estimate_tokens(text))
     }
 
-    /// The text of the first token the tokenizer writes for `text`.
+    /// The text of the first token the tokenizer writes for `text`, with
+    /// the tokens after it that finish its last character (as a
+    /// constraint reads tokens, [`Self::new_text`]).
     pub fn first_token_text(&self, text: &str) -> Option<String> {
         let ids = self.encode(text).ok()?;
-        ids.first().map(|&id| self.piece(id).to_string())
+        (1..=ids.len())
+            .map(|k| self.tokenizer.decode(&ids[..k], false).unwrap_or_default())
+            .find(|start| !start.ends_with(char::REPLACEMENT_CHARACTER))
     }
 
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
@@ -382,7 +407,14 @@ impl TextCodec {
         }
         state.tokens.push(token);
         if let Some(checker) = &mut state.checker {
-            checker.push(self.piece(token));
+            let (text, open) = self.new_text(&state.unfinished, token);
+            checker.push(&text);
+            if open {
+                state.unfinished.tokens.push(token);
+                state.unfinished.read += text.len();
+            } else {
+                state.unfinished = Unfinished::default();
+            }
         }
         if !state.stop.is_empty() {
             let text = self.decode(&state.tokens)?;
@@ -477,6 +509,14 @@ fn likeliest_allowed(
 }
 
 /// One completion being decoded.
+/// Tokens that end inside a character, and how many bytes of their whole
+/// characters the constraint has read.
+#[derive(Default)]
+struct Unfinished {
+    tokens: Vec<u32>,
+    read: usize,
+}
+
 pub struct RowState {
     sampler: Sampler,
     tokens: Vec<u32>,
@@ -487,6 +527,8 @@ pub struct RowState {
     finished: Option<FinishReason>,
     /// The sampling constraint's view of this row's text.
     checker: Option<Box<dyn TextChecker>>,
+    /// The last tokens, while they end inside a character.
+    unfinished: Unfinished,
     /// The constraint allowed none of the likeliest tokens at its last
     /// refusal; tokens are taken as drawn until it allows one again.
     rule_stuck: bool,
@@ -503,6 +545,7 @@ impl RowState {
             to_limit: sampling.to_limit,
             finished: (max_tokens == 0).then_some(FinishReason::Length),
             checker: sampling.constraint.as_ref().map(|c| c.0.checker()),
+            unfinished: Unfinished::default(),
             rule_stuck: false,
         }
     }

@@ -1586,6 +1586,41 @@ SELECT nosuch FROM singer
     }
 
     #[test]
+    fn names_in_other_scripts_are_shown_bare_and_run_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cafes.sqlite");
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE Café (id INTEGER PRIMARY KEY, Städte TEXT);
+                 CREATE TABLE 销售 (编号 INTEGER PRIMARY KEY, 咖啡馆 INTEGER REFERENCES Café(id), 数量 INTEGER);
+                 INSERT INTO Café VALUES (1, 'Paris'), (2, 'Wien');
+                 INSERT INTO 销售 VALUES (1, 1, 10), (2, 2, 5), (3, 1, 7);",
+            )
+            .unwrap();
+        let question = "How many units were sold in Paris?";
+        let prompt = direct_prompt_text(&path, question);
+        assert!(prompt.contains("CREATE TABLE 销售 ("), "{prompt}");
+        assert!(prompt.contains("REFERENCES Café(id)"), "{prompt}");
+        let model = Arc::new(ScriptedModel::new(vec![
+            "```sql\nSELECT SUM(T1.数量) FROM 销售 AS T1 JOIN Café AS T2 ON T1.咖啡馆 = T2.id WHERE T2.Städte = 'Paris'\n```",
+        ]));
+        let config = SearchConfig {
+            method: Method::Greedy,
+            mentioned_values: false,
+            ..SearchConfig::default()
+        };
+        let answer = Engine::new(model, &path, config)
+            .unwrap()
+            .answer(question, None)
+            .unwrap();
+        assert_eq!(
+            answer.result.unwrap().rows,
+            vec![vec![crate::db::Value::Integer(17)]]
+        );
+    }
+
+    #[test]
     fn names_with_spaces_are_plain_words_to_the_model_and_real_in_the_answer() {
         let dir = tempfile::tempdir().unwrap();
         let shop = spaced_shop(dir.path());
