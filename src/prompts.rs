@@ -100,6 +100,13 @@ pub const DATES: Template = Template {
     text: include_str!("../prompts/dates.user.txt"),
 };
 
+/// What the direct prompts say over a database that stores times as Unix
+/// times.
+pub const UNIX_TIMES: Template = Template {
+    name: "unix_times.user",
+    text: include_str!("../prompts/unix_times.user.txt"),
+};
+
 /// Greedy's and sc's frame when the question's calculation is written as
 /// a function first (`FunctionUse::First`), with one worked exchange.
 pub const FUNCTION_FIRST_SYSTEM: Template = Template {

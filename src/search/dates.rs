@@ -1,38 +1,149 @@
-//! Dates stored as text ('2023-01-15'), which small models shift or
-//! subtract as if they were numbers (`Purchase_Date + 24 * 30`, `DATE(a) -
-//! DATE(b)`): SQLite then reads each text's leading digits, its year, and
-//! answers with a number that looks plausible. The prompts that write a
+//! Times a small model misreads. Dates stored as text ('2023-01-15'),
+//! which it shifts or subtracts as if they were numbers (`Purchase_Date +
+//! 24 * 30`, `DATE(a) - DATE(b)`): SQLite then reads each text's leading
+//! digits, its year, and answers with a number that looks plausible. And
+//! Unix times (1609459200, seconds or milliseconds since 1970), which it
+//! hands to `strftime('%Y', t)` as they are: SQLite reads a bare number as
+//! a Julian day, and the year comes out NULL. The prompts that write a
 //! query directly over a database with such columns name them and say
-//! how SQLite shifts and subtracts dates.
+//! how SQLite reads them.
 
+use crate::db::schema::{Column, Table};
 use crate::db::{Schema, Value};
-use crate::prompts::DATES;
+use crate::prompts::{DATES, UNIX_TIMES};
 
-/// Columns named in the paragraph at most.
+/// Columns named in a paragraph at most.
 const MAX_COLUMNS: usize = 4;
 
-/// The paragraph for `schema`, or nothing when no column holds dates as
-/// text.
+/// The paragraphs for `schema`: on dates stored as text, then on Unix
+/// times; nothing for a schema without either.
 pub(super) fn paragraph(schema: &Schema) -> String {
-    let columns: Vec<String> = schema
+    let dates = columns_where(schema, |c| holds_dates(&c.examples));
+    let mut text = String::new();
+    if !dates.is_empty() {
+        text += DATES.render(&[("columns", &listed(&dates))]).trim_end();
+        text.push('\n');
+    }
+    let times = columns_where(schema, |c| unix_time_unit(c).is_some());
+    if !times.is_empty() {
+        let example = example_reading(schema);
+        text += UNIX_TIMES
+            .render(&[("columns", &listed(&times)), ("example", &example)])
+            .trim_end();
+        text.push('\n');
+    }
+    text
+}
+
+/// `table.column` of every column of `schema` that `holds`.
+fn columns_where(schema: &Schema, holds: impl Fn(&Column) -> bool) -> Vec<String> {
+    schema
         .tables
         .iter()
         .flat_map(|t| {
             t.columns
                 .iter()
-                .filter(|c| holds_dates(&c.examples))
+                .filter(|c| holds(c))
                 .map(move |c| format!("{}.{}", t.name, c.name))
         })
-        .collect();
-    if columns.is_empty() {
-        return String::new();
-    }
-    let named = if columns.len() > MAX_COLUMNS {
+        .collect()
+}
+
+fn listed(columns: &[String]) -> String {
+    if columns.len() > MAX_COLUMNS {
         format!("{} and other columns", columns[..MAX_COLUMNS].join(", "))
     } else {
         columns.join(", ")
+    }
+}
+
+/// How a Unix time column is read as a date, for the first column of
+/// each unit, so a schema with both shows both.
+fn example_reading(schema: &Schema) -> String {
+    let first = |unit: UnixUnit| {
+        schema.tables.iter().find_map(|t: &Table| {
+            let c = t.columns.iter().find(|c| unix_time_unit(c) == Some(unit))?;
+            Some(match unit {
+                UnixUnit::Seconds => {
+                    format!(
+                        "strftime('%Y', {}.{}, 'unixepoch') = '2021'",
+                        t.name, c.name
+                    )
+                }
+                UnixUnit::Milliseconds => format!(
+                    "strftime('%Y', {}.{} / 1000, 'unixepoch') = '2021' (milliseconds)",
+                    t.name, c.name
+                ),
+            })
+        })
     };
-    format!("{}\n", DATES.render(&[("columns", &named)]).trim_end())
+    [first(UnixUnit::Seconds), first(UnixUnit::Milliseconds)]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum UnixUnit {
+    Seconds,
+    Milliseconds,
+}
+
+/// Unix seconds of 1980-01-01 and of 2100-01-01 UTC: times of records
+/// fall between them, and most other integers of nine or ten digits
+/// (identifiers, amounts) carry no name of a time.
+const UNIX_SECONDS: std::ops::RangeInclusive<i64> = 315_532_800..=4_102_444_800;
+
+/// The unit of a column that holds Unix times: an integer column whose
+/// name speaks of a time and whose examples all fall between 1980 and
+/// 2100 in seconds, or all in milliseconds.
+pub(super) fn unix_time_unit(column: &Column) -> Option<UnixUnit> {
+    let integers: Vec<i64> = column
+        .examples
+        .iter()
+        .map(|v| match v {
+            Value::Integer(i) => Some(*i),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    if integers.is_empty() || !names_a_time(&column.name) {
+        return None;
+    }
+    let all_in = |scale: i64| integers.iter().all(|i| UNIX_SECONDS.contains(&(i / scale)));
+    if all_in(1) {
+        Some(UnixUnit::Seconds)
+    } else if all_in(1000) {
+        Some(UnixUnit::Milliseconds)
+    } else {
+        None
+    }
+}
+
+/// Whether a column's name speaks of a time: one of its words (split at
+/// `_`, spaces and lower-to-upper case changes) holds `time`, `date` or
+/// `stamp`, or is `at`, `on`, `ts`, `epoch`, `created`, `updated` or
+/// `modified` (`created_at`, `lastLogin_ts`, `UpdatedOn`).
+fn names_a_time(name: &str) -> bool {
+    const WORDS: [&str; 7] = ["at", "on", "ts", "epoch", "created", "updated", "modified"];
+    const PARTS: [&str; 3] = ["time", "date", "stamp"];
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for c in name.chars() {
+        let boundary = !c.is_alphanumeric() || (c.is_uppercase() && previous_lower);
+        if boundary && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        if c.is_alphanumeric() {
+            word.extend(c.to_lowercase());
+        }
+        previous_lower = c.is_lowercase();
+    }
+    words.push(word);
+    words
+        .iter()
+        .any(|w| WORDS.contains(&w.as_str()) || PARTS.iter().any(|p| w.contains(p)))
 }
 
 /// Whether every example of a column is a date written as text, `YYYY-MM-DD`
@@ -97,6 +208,55 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("julianday(b) - julianday(a)"), "{text}");
+    }
+
+    fn integers(name: &str, examples: &[i64]) -> Column {
+        Column {
+            declared_type: "INTEGER".into(),
+            examples: examples.iter().map(|&i| Value::Integer(i)).collect(),
+            ..column(name, &[])
+        }
+    }
+
+    #[test]
+    fn columns_of_unix_times_are_named_with_how_to_read_them() {
+        let text = paragraph(&schema(vec![
+            integers("created_at", &[1_609_459_200, 1_612_915_200]),
+            integers("lastLoginTs", &[1_675_741_410_871, 1_664_805_818_934]),
+        ]));
+        assert!(
+            text.starts_with("Times: pumps.created_at, pumps.lastLoginTs hold Unix times"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "strftime('%Y', pumps.created_at, 'unixepoch') = '2021', \
+                 strftime('%Y', pumps.lastLoginTs / 1000, 'unixepoch') = '2021' (milliseconds)"
+            ),
+            "{text}"
+        );
+        // After the dates paragraph, when both apply.
+        let both = paragraph(&schema(vec![
+            column("Purchase_Date", &["2023-01-15"]),
+            integers("updated", &[1_609_459_200]),
+        ]));
+        let dates = both.find("Dates:").unwrap();
+        assert!(dates < both.find("Times:").unwrap(), "{both}");
+    }
+
+    #[test]
+    fn integers_that_are_no_unix_times_are_not_named() {
+        for column in [
+            // Unix-like values under a name that is no time's.
+            integers("population", &[1_409_517_397, 1_339_180_127]),
+            // A time's name over small numbers.
+            integers("time_minutes", &[5, 90]),
+            // One example out of range.
+            integers("created_at", &[1_609_459_200, 7]),
+            integers("timestamp", &[]),
+        ] {
+            assert_eq!(paragraph(&schema(vec![column.clone()])), "", "{column:?}");
+        }
     }
 
     #[test]

@@ -27,7 +27,9 @@
 //! with or the row a key's compared name belongs to (`respell`), or rid of
 //! a filter on a text the question never mentions (`unasked`); the values
 //! such a query compares with that no row holds are named for the model's
-//! correction, with the values their columns hold (`unmatched`).
+//! correction, with the values their columns hold (`unmatched`). A Unix
+//! time handed to a date function bare is read with 'unixepoch'
+//! (`unix_times`).
 
 mod bridge;
 mod comparison;
@@ -44,6 +46,7 @@ mod respell;
 mod rewrite;
 mod syntax;
 mod unasked;
+mod unix_times;
 mod unmatched;
 
 use super::sql_text::{
@@ -110,6 +113,7 @@ pub fn asked(question: &str, hint: Option<&str>) -> String {
 pub struct SchemaNames {
     tables: Vec<(String, Vec<String>)>,
     keys: Vec<join::KeyLink>,
+    unix_times: unix_times::UnixColumns,
 }
 
 impl SchemaNames {
@@ -126,6 +130,7 @@ impl SchemaNames {
                 })
                 .collect(),
             keys: join::key_links(schema),
+            unix_times: unix_times::UnixColumns::of(schema),
         }
     }
 
@@ -444,7 +449,8 @@ impl SchemaNames {
     }
 
     /// `sql`, which ran to `outcome`, mended when that outcome falls short:
-    /// a failed query fixed until it runs (`fix_until_it_runs`, `cut` as
+    /// a Unix time handed to a date function bare read as one
+    /// (`unix_times`), and then a failed query fixed until it runs (`fix_until_it_runs`, `cut` as
     /// there); one that equates keys past the table linking them (as
     /// written or as fixed) routed through it (`bridge_keys`); else, if it
     /// found no value, rejoined (`rejoin`), else
@@ -459,6 +465,15 @@ impl SchemaNames {
         cut: bool,
         asked: &str,
     ) -> Option<(String, Arc<QueryResult>)> {
+        // A Unix time read bare gives NULL whatever else the query does.
+        if let Some(read) = unix_times::read_as_unix_times(sql, &self.unix_times) {
+            if let Ok(result) = executor.query(&read) {
+                let ran = Ok(result.clone());
+                return self
+                    .mend(executor, &read, &ran, cut, asked)
+                    .or(Some((read, result)));
+            }
+        }
         match outcome {
             Err(e) => {
                 let (fixed, result) = self.fix_until_it_runs(executor, sql, &e.to_string(), cut)?;
@@ -762,7 +777,7 @@ mod tests {
                     vec!["ID".into(), "Airport_ID".into(), "Aircraft_ID".into()],
                 ),
             ],
-            keys: Vec::new(),
+            ..SchemaNames::default()
         }
     }
 
@@ -843,7 +858,7 @@ mod tests {
         // Two names equally close: no guess.
         let two = SchemaNames {
             tables: vec![("t".into(), vec!["Speed_Max".into(), "Speed_Min".into()])],
-            keys: Vec::new(),
+            ..SchemaNames::default()
         };
         assert_eq!(
             two.fix("no such column: Speed_M", "SELECT Speed_M FROM t"),
