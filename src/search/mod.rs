@@ -1586,6 +1586,45 @@ SELECT nosuch FROM singer
     }
 
     #[test]
+    fn a_unix_time_is_named_in_the_prompt_and_read_with_unixepoch() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shop.sqlite");
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                // 2020-12-31 23:00, 2021-01-01 00:00 and 2021-06-01 UTC.
+                "CREATE TABLE orders (id INTEGER PRIMARY KEY, placed_at INTEGER);
+                 INSERT INTO orders VALUES (1, 1609455600), (2, 1609459200), (3, 1622505600);",
+            )
+            .unwrap();
+        let question = "How many orders were placed in 2021?";
+        let prompt = direct_prompt_text(&path, question);
+        assert!(
+            prompt.contains("Times: orders.placed_at hold Unix times"),
+            "{prompt}"
+        );
+        // The model reads the time bare, which SQLite takes for a Julian
+        // day: NULL for every row, and a count of none.
+        let model = Arc::new(ScriptedModel::new(vec![
+            "```sql\nSELECT COUNT(*) FROM orders WHERE strftime('%Y', placed_at) = '2021'\n```",
+        ]));
+        let config = SearchConfig {
+            method: Method::Greedy,
+            mentioned_values: false,
+            ..SearchConfig::default()
+        };
+        let answer = Engine::new(model, &path, config)
+            .unwrap()
+            .answer(question, None)
+            .unwrap();
+        assert!(answer.sql.unwrap().contains("'unixepoch'"));
+        assert_eq!(
+            answer.result.unwrap().rows,
+            vec![vec![crate::db::Value::Integer(2)]]
+        );
+    }
+
+    #[test]
     fn names_in_other_scripts_are_shown_bare_and_run_as_written() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cafes.sqlite");
