@@ -508,7 +508,6 @@ fn likeliest_allowed(
         .collect()
 }
 
-/// One completion being decoded.
 /// Tokens that end inside a character, and how many bytes of their whole
 /// characters the constraint has read.
 #[derive(Default)]
@@ -517,6 +516,7 @@ struct Unfinished {
     read: usize,
 }
 
+/// One completion being decoded.
 pub struct RowState {
     sampler: Sampler,
     tokens: Vec<u32>,

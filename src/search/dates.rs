@@ -84,6 +84,7 @@ fn example_reading(schema: &Schema) -> String {
         .join(", ")
 }
 
+/// What a column of Unix times counts since 1970-01-01 UTC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum UnixUnit {
     Seconds,
