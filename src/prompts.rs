@@ -100,6 +100,13 @@ pub const DATES: Template = Template {
     text: include_str!("../prompts/dates.user.txt"),
 };
 
+/// What the direct prompts say over a database that stores dates as text
+/// in a written form (`MM/DD/YYYY`).
+pub const WRITTEN_DATES: Template = Template {
+    name: "written_dates.user",
+    text: include_str!("../prompts/written_dates.user.txt"),
+};
+
 /// What the direct prompts say over a database that stores times as Unix
 /// times.
 pub const UNIX_TIMES: Template = Template {

@@ -1625,6 +1625,43 @@ SELECT nosuch FROM singer
     }
 
     #[test]
+    fn written_dates_are_named_in_the_prompt_and_ordered_as_dates() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shop.sqlite");
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE orders (customer TEXT, order_date TEXT);
+                 INSERT INTO orders VALUES ('Ann', '12/24/2021'), ('Bob', '03/15/2023'),
+                     ('Cy', '06/30/2022');",
+            )
+            .unwrap();
+        let question = "Who placed the latest order?";
+        let prompt = direct_prompt_text(&path, question);
+        assert!(
+            prompt.contains("Dates: orders.order_date hold dates as text written MM/DD/YYYY"),
+            "{prompt}"
+        );
+        // As text, December 2021 sorts last.
+        let model = Arc::new(ScriptedModel::new(vec![
+            "```sql\nSELECT customer FROM orders ORDER BY order_date DESC LIMIT 1\n```",
+        ]));
+        let config = SearchConfig {
+            method: Method::Greedy,
+            mentioned_values: false,
+            ..SearchConfig::default()
+        };
+        let answer = Engine::new(model, &path, config)
+            .unwrap()
+            .answer(question, None)
+            .unwrap();
+        assert_eq!(
+            answer.result.unwrap().rows,
+            vec![vec![crate::db::Value::Text("Bob".into())]]
+        );
+    }
+
+    #[test]
     fn names_in_other_scripts_are_shown_bare_and_run_as_written() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cafes.sqlite");

@@ -29,7 +29,8 @@
 //! such a query compares with that no row holds are named for the model's
 //! correction, with the values their columns hold (`unmatched`). A Unix
 //! time handed to a date function bare is read with 'unixepoch'
-//! (`unix_times`).
+//! (`unix_times`), and a date written `MM/DD/YYYY` that a query orders or
+//! compares with an ISO date is read as one (`written_dates`).
 
 mod bridge;
 mod comparison;
@@ -48,6 +49,7 @@ mod syntax;
 mod unasked;
 mod unix_times;
 mod unmatched;
+mod written_dates;
 
 use super::sql_text::{
     columns_under, dot_between, join_split_name, name_in_query, outer_table_aliases, pieces,
@@ -114,6 +116,7 @@ pub struct SchemaNames {
     tables: Vec<(String, Vec<String>)>,
     keys: Vec<join::KeyLink>,
     unix_times: unix_times::UnixColumns,
+    written_dates: written_dates::WrittenDates,
 }
 
 impl SchemaNames {
@@ -131,6 +134,7 @@ impl SchemaNames {
                 .collect(),
             keys: join::key_links(schema),
             unix_times: unix_times::UnixColumns::of(schema),
+            written_dates: written_dates::WrittenDates::of(schema),
         }
     }
 
@@ -449,8 +453,9 @@ impl SchemaNames {
     }
 
     /// `sql`, which ran to `outcome`, mended when that outcome falls short:
-    /// a Unix time handed to a date function bare read as one
-    /// (`unix_times`), and then a failed query fixed until it runs (`fix_until_it_runs`, `cut` as
+    /// a Unix time handed to a date function bare, or a written date
+    /// ordered as text, read as a time (`times_read_as_times`), and then a
+    /// failed query fixed until it runs (`fix_until_it_runs`, `cut` as
     /// there); one that equates keys past the table linking them (as
     /// written or as fixed) routed through it (`bridge_keys`); else, if it
     /// found no value, rejoined (`rejoin`), else
@@ -465,8 +470,9 @@ impl SchemaNames {
         cut: bool,
         asked: &str,
     ) -> Option<(String, Arc<QueryResult>)> {
-        // A Unix time read bare gives NULL whatever else the query does.
-        if let Some(read) = unix_times::read_as_unix_times(sql, &self.unix_times) {
+        // A Unix time read bare gives NULL, and written dates ordered as
+        // text sort by month, whatever else the query does.
+        if let Some(read) = self.times_read_as_times(sql) {
             if let Ok(result) = executor.query(&read) {
                 let ran = Ok(result.clone());
                 return self
@@ -489,6 +495,14 @@ impl SchemaNames {
                 .or_else(|| unasked::drop_unasked_filter(executor, sql, asked)),
             Ok(_) => self.bridge_keys(executor, sql),
         }
+    }
+
+    /// `sql` with its Unix times and written dates read as times
+    /// (`unix_times`, `written_dates`); None when it reads none wrongly.
+    fn times_read_as_times(&self, sql: &str) -> Option<String> {
+        let unix = unix_times::read_as_unix_times(sql, &self.unix_times);
+        let text = unix.as_deref().unwrap_or(sql);
+        written_dates::in_date_order(text, &self.written_dates).or(unix)
     }
 
     /// `sql`, which failed with `error`, fixed until it runs (a chain of at

@@ -4,19 +4,24 @@
 //! digits, its year, and answers with a number that looks plausible. And
 //! Unix times (1609459200, seconds or milliseconds since 1970), which it
 //! hands to `strftime('%Y', t)` as they are: SQLite reads a bare number as
-//! a Julian day, and the year comes out NULL. The prompts that write a
+//! a Julian day, and the year comes out NULL. And dates written as people
+//! write them (`03/15/2021`, `written`), which SQLite's date functions do
+//! not read and which sort by month. The prompts that write a
 //! query directly over a database with such columns name them and say
 //! how SQLite reads them.
 
+pub(super) mod written;
+
 use crate::db::schema::{Column, Table};
 use crate::db::{Schema, Value};
-use crate::prompts::{DATES, UNIX_TIMES};
+use crate::prompts::{DATES, UNIX_TIMES, WRITTEN_DATES};
 
 /// Columns named in a paragraph at most.
 const MAX_COLUMNS: usize = 4;
 
-/// The paragraphs for `schema`: on dates stored as text, then on Unix
-/// times; nothing for a schema without either.
+/// The paragraphs for `schema`: on dates stored as text, on dates
+/// written as people write them, then on Unix times; nothing for a schema
+/// without any.
 pub(super) fn paragraph(schema: &Schema) -> String {
     let dates = columns_where(schema, |c| holds_dates(&c.examples));
     let mut text = String::new();
@@ -24,6 +29,7 @@ pub(super) fn paragraph(schema: &Schema) -> String {
         text += DATES.render(&[("columns", &listed(&dates))]).trim_end();
         text.push('\n');
     }
+    text += &written_dates_paragraph(schema);
     let times = columns_where(schema, |c| unix_time_unit(c).is_some());
     if !times.is_empty() {
         let example = example_reading(schema);
@@ -33,6 +39,26 @@ pub(super) fn paragraph(schema: &Schema) -> String {
         text.push('\n');
     }
     text
+}
+
+/// The paragraph on the columns that write dates in the form of the first
+/// such column (`written`), with how to read that one; empty when none.
+fn written_dates_paragraph(schema: &Schema) -> String {
+    let Some((first, form)) = schema.tables.iter().find_map(|t| {
+        t.columns.iter().find_map(|c| {
+            let form = written::written_form(&c.examples)?;
+            Some((format!("{}.{}", t.name, c.name), form))
+        })
+    }) else {
+        return String::new();
+    };
+    let columns = columns_where(schema, |c| written::written_form(&c.examples) == Some(form));
+    let text = WRITTEN_DATES.render(&[
+        ("columns", &listed(&columns)),
+        ("form", &form.name()),
+        ("reading", &form.reading(&first)),
+    ]);
+    format!("{}\n", text.trim_end())
 }
 
 /// `table.column` of every column of `schema` that `holds`.
@@ -243,6 +269,28 @@ mod tests {
         ]));
         let dates = both.find("Dates:").unwrap();
         assert!(dates < both.find("Times:").unwrap(), "{both}");
+    }
+
+    #[test]
+    fn columns_of_written_dates_are_named_with_how_to_read_them() {
+        let text = paragraph(&schema(vec![
+            column("ordered", &["03/15/2021", "12/01/2022"]),
+            column("Model", &["P-1001"]),
+            column("shipped", &["03/18/2021", "12/04/2022"]),
+            // Another form is left to its own column's reading.
+            column("serviced", &["15.03.2021"]),
+        ]));
+        assert!(
+            text.starts_with(
+                "Dates: pumps.ordered, pumps.shipped hold dates as text written MM/DD/YYYY"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("its year is substr(pumps.ordered, 7, 4)."),
+            "{text}"
+        );
+        assert!(!text.contains("serviced"), "{text}");
     }
 
     #[test]

@@ -1,0 +1,211 @@
+//! Dates written as people write them (`03/15/2021`) ordered or compared
+//! as text: as text they sort by month (or day) before the year, so
+//! `ORDER BY order_date DESC` puts December of any year first and
+//! `order_date > '2023-06-30'` compares a month with a year. Where a
+//! column's form is known, such an ordering or a comparison with an ISO
+//! date reads the column as `YYYY-MM-DD` instead.
+
+use super::rewrite::rewrite_query;
+use crate::db::Schema;
+use crate::search::dates::written::{written_form, WrittenForm};
+use sqlparser::ast::{BinaryOperator, Expr, OrderByKind, Query, VisitorMut};
+use sqlparser::dialect::SQLiteDialect;
+use sqlparser::parser::Parser;
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+
+/// The database's columns of written dates whose order of month and day
+/// is known, by lowercased name; a name some table uses otherwise is left
+/// out.
+#[derive(Debug, Clone, Default)]
+pub(super) struct WrittenDates(HashMap<String, WrittenForm>);
+
+impl WrittenDates {
+    pub(super) fn of(schema: &Schema) -> Self {
+        let mut forms: HashMap<String, Option<WrittenForm>> = HashMap::new();
+        for column in schema.tables.iter().flat_map(|t| &t.columns) {
+            let form = written_form(&column.examples).filter(|f| f.iso("c").is_some());
+            forms
+                .entry(column.name.to_lowercase())
+                .and_modify(|seen| {
+                    if *seen != form {
+                        *seen = None;
+                    }
+                })
+                .or_insert(form);
+        }
+        WrittenDates(
+            forms
+                .into_iter()
+                .filter_map(|(name, form)| Some((name, form?)))
+                .collect(),
+        )
+    }
+
+    /// `expr` read as `YYYY-MM-DD` when it names a column of written
+    /// dates.
+    fn iso(&self, expr: &Expr) -> Option<Expr> {
+        let name = match expr {
+            Expr::Identifier(ident) => ident,
+            Expr::CompoundIdentifier(parts) => parts.last()?,
+            _ => return None,
+        };
+        let form = self.0.get(&name.value.to_lowercase())?;
+        parsed(&form.iso(&expr.to_string())?)
+    }
+}
+
+/// `sql` with every ordering by a column of written dates, and every
+/// comparison of one with an ISO date, reading it as `YYYY-MM-DD`; None
+/// when it has none.
+pub(super) fn in_date_order(sql: &str, dates: &WrittenDates) -> Option<String> {
+    if dates.0.is_empty() {
+        return None;
+    }
+    let mut reader = Reader {
+        dates,
+        changed: false,
+    };
+    rewrite_query(sql, &mut reader, |r| r.changed)
+}
+
+struct Reader<'a> {
+    dates: &'a WrittenDates,
+    changed: bool,
+}
+
+impl Reader<'_> {
+    fn read(&mut self, expr: &mut Expr) {
+        if let Some(iso) = self.dates.iso(expr) {
+            *expr = Expr::Nested(Box::new(iso));
+            self.changed = true;
+        }
+    }
+}
+
+impl VisitorMut for Reader<'_> {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        if let Some(OrderByKind::Expressions(keys)) = query.order_by.as_mut().map(|o| &mut o.kind) {
+            for key in keys {
+                self.read(&mut key.expr);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        match expr {
+            Expr::BinaryOp { left, op, right } if is_comparison(op) => {
+                if is_iso_date(right) {
+                    self.read(left);
+                } else if is_iso_date(left) {
+                    self.read(right);
+                }
+            }
+            Expr::Between {
+                expr, low, high, ..
+            } if is_iso_date(low) && is_iso_date(high) => self.read(expr),
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn is_comparison(op: &BinaryOperator) -> bool {
+    use BinaryOperator::*;
+    matches!(op, Gt | GtEq | Lt | LtEq | Eq | NotEq)
+}
+
+/// Whether `expr` is a text literal that starts as an ISO date.
+fn is_iso_date(expr: &Expr) -> bool {
+    let text = expr.to_string();
+    let bytes = text.as_bytes();
+    let digits = |range: std::ops::Range<usize>| {
+        bytes
+            .get(range)
+            .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+    };
+    matches!(expr, Expr::Value(_))
+        && bytes.first() == Some(&b'\'')
+        && digits(1..5)
+        && bytes.get(5) == Some(&b'-')
+        && digits(6..8)
+}
+
+fn parsed(text: &str) -> Option<Expr> {
+    Parser::new(&SQLiteDialect {})
+        .try_with_sql(text)
+        .ok()?
+        .parse_expr()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::schema::{Column, Table};
+    use crate::db::Value;
+
+    fn dates() -> WrittenDates {
+        let column = |name: &str, examples: &[&str]| Column {
+            name: name.into(),
+            declared_type: "TEXT".into(),
+            primary_key: false,
+            examples: examples.iter().map(|e| Value::Text((*e).into())).collect(),
+            description: None,
+            value_description: None,
+        };
+        WrittenDates::of(&Schema {
+            tables: vec![Table {
+                name: "orders".into(),
+                is_view: false,
+                row_count: Some(2),
+                columns: vec![
+                    column("order_date", &["03/15/2021", "12/01/2022"]),
+                    // Month and day cannot be told apart: left alone.
+                    column("due", &["03/05/2021", "12/01/2022"]),
+                    column("customer", &["Ann", "Bob"]),
+                ],
+                foreign_keys: Vec::new(),
+            }],
+        })
+    }
+
+    const ISO: &str = "(SUBSTR(order_date, 7, 4) || '-' || SUBSTR(order_date, 1, 2) || '-' || SUBSTR(order_date, 4, 2))";
+
+    #[test]
+    fn orderings_and_comparisons_with_iso_dates_read_the_date() {
+        assert_eq!(
+            in_date_order(
+                "SELECT customer FROM orders ORDER BY order_date DESC LIMIT 1",
+                &dates()
+            ),
+            Some(format!(
+                "SELECT customer FROM orders ORDER BY {ISO} DESC LIMIT 1"
+            ))
+        );
+        assert_eq!(
+            in_date_order(
+                "SELECT COUNT(*) FROM orders WHERE order_date > '2023-06-30'",
+                &dates()
+            ),
+            Some(format!(
+                "SELECT COUNT(*) FROM orders WHERE {ISO} > '2023-06-30'"
+            ))
+        );
+    }
+
+    #[test]
+    fn other_uses_and_columns_are_left() {
+        for sql in [
+            "SELECT customer FROM orders WHERE order_date = '03/15/2021'",
+            "SELECT customer FROM orders ORDER BY due DESC",
+            "SELECT customer FROM orders ORDER BY customer",
+            "SELECT order_date FROM orders WHERE substr(order_date, 7, 4) = '2021'",
+        ] {
+            assert_eq!(in_date_order(sql, &dates()), None, "{sql}");
+        }
+    }
+}
