@@ -960,6 +960,20 @@ mod tests {
     }
 
     /// The text of the prompt greedy sends for `question` over `db`.
+    /// Greedy's answer over `db` when the model replies `reply`.
+    fn greedy_answer(db: &std::path::Path, question: &str, reply: &str) -> Answer {
+        let model = Arc::new(ScriptedModel::new(vec![reply]));
+        let config = SearchConfig {
+            method: Method::Greedy,
+            mentioned_values: false,
+            ..SearchConfig::default()
+        };
+        Engine::new(model, db, config)
+            .unwrap()
+            .answer(question, None)
+            .unwrap()
+    }
+
     fn direct_prompt_text(db: &std::path::Path, question: &str) -> String {
         let model = Arc::new(ScriptedModel::new(Vec::<String>::new()));
         let config = SearchConfig {
@@ -1567,18 +1581,11 @@ SELECT nosuch FROM singer
             prompt.contains("CREATE VIEW big_orders ( -- 2 rows"),
             "{prompt}"
         );
-        let model = Arc::new(ScriptedModel::new(vec![
+        let answer = greedy_answer(
+            &path,
+            question,
             "```sql\nSELECT COUNT(*) FROM big_orders\n```",
-        ]));
-        let config = SearchConfig {
-            method: Method::Greedy,
-            mentioned_values: false,
-            ..SearchConfig::default()
-        };
-        let answer = Engine::new(model, &path, config)
-            .unwrap()
-            .answer(question, None)
-            .unwrap();
+        );
         assert_eq!(
             answer.result.unwrap().rows,
             vec![vec![crate::db::Value::Integer(2)]]
@@ -1605,18 +1612,11 @@ SELECT nosuch FROM singer
         );
         // The model reads the time bare, which SQLite takes for a Julian
         // day: NULL for every row, and a count of none.
-        let model = Arc::new(ScriptedModel::new(vec![
+        let answer = greedy_answer(
+            &path,
+            question,
             "```sql\nSELECT COUNT(*) FROM orders WHERE strftime('%Y', placed_at) = '2021'\n```",
-        ]));
-        let config = SearchConfig {
-            method: Method::Greedy,
-            mentioned_values: false,
-            ..SearchConfig::default()
-        };
-        let answer = Engine::new(model, &path, config)
-            .unwrap()
-            .answer(question, None)
-            .unwrap();
+        );
         assert!(answer.sql.unwrap().contains("'unixepoch'"));
         assert_eq!(
             answer.result.unwrap().rows,
@@ -1643,18 +1643,11 @@ SELECT nosuch FROM singer
             "{prompt}"
         );
         // As text, December 2021 sorts last.
-        let model = Arc::new(ScriptedModel::new(vec![
+        let answer = greedy_answer(
+            &path,
+            question,
             "```sql\nSELECT customer FROM orders ORDER BY order_date DESC LIMIT 1\n```",
-        ]));
-        let config = SearchConfig {
-            method: Method::Greedy,
-            mentioned_values: false,
-            ..SearchConfig::default()
-        };
-        let answer = Engine::new(model, &path, config)
-            .unwrap()
-            .answer(question, None)
-            .unwrap();
+        );
         assert_eq!(
             answer.result.unwrap().rows,
             vec![vec![crate::db::Value::Text("Bob".into())]]
@@ -1678,18 +1671,7 @@ SELECT nosuch FROM singer
         let prompt = direct_prompt_text(&path, question);
         assert!(prompt.contains("CREATE TABLE 销售 ("), "{prompt}");
         assert!(prompt.contains("REFERENCES Café(id)"), "{prompt}");
-        let model = Arc::new(ScriptedModel::new(vec![
-            "```sql\nSELECT SUM(T1.数量) FROM 销售 AS T1 JOIN Café AS T2 ON T1.咖啡馆 = T2.id WHERE T2.Städte = 'Paris'\n```",
-        ]));
-        let config = SearchConfig {
-            method: Method::Greedy,
-            mentioned_values: false,
-            ..SearchConfig::default()
-        };
-        let answer = Engine::new(model, &path, config)
-            .unwrap()
-            .answer(question, None)
-            .unwrap();
+        let answer = greedy_answer(&path, question, "```sql\nSELECT SUM(T1.数量) FROM 销售 AS T1 JOIN Café AS T2 ON T1.咖啡馆 = T2.id WHERE T2.Städte = 'Paris'\n```");
         assert_eq!(
             answer.result.unwrap().rows,
             vec![vec![crate::db::Value::Integer(17)]]

@@ -40,6 +40,11 @@ impl WrittenForm {
         }
     }
 
+    /// Whether the examples told the month from the day.
+    pub(in crate::search) fn order_known(&self) -> bool {
+        self.month_first.is_some()
+    }
+
     /// `column` (SQL naming a column of this form) read as `YYYY-MM-DD`;
     /// None where the order of month and day is not known.
     pub(in crate::search) fn iso(&self, column: &str) -> Option<String> {

@@ -7,49 +7,25 @@
 //! where SQLite requires it, and a column of milliseconds is divided by
 //! 1000 first.
 
-use super::rewrite::rewrite_query;
+use super::rewrite::{column_named, columns_of_a_kind, parse_expr, rewrite_query};
 use crate::db::Schema;
 use crate::search::dates::{unix_time_unit, UnixUnit};
 use sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, FunctionArguments, VisitorMut};
-use sqlparser::dialect::SQLiteDialect;
-use sqlparser::parser::Parser;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 
 /// The database's columns of Unix times by lowercased name, with their
-/// unit; a name that some table uses for anything else is left out, since
-/// a query's column could then be either.
+/// unit (`columns_of_a_kind`).
 #[derive(Debug, Clone, Default)]
 pub(super) struct UnixColumns(HashMap<String, UnixUnit>);
 
 impl UnixColumns {
     pub(super) fn of(schema: &Schema) -> Self {
-        let mut units: HashMap<String, Option<UnixUnit>> = HashMap::new();
-        for column in schema.tables.iter().flat_map(|t| &t.columns) {
-            let unit = unix_time_unit(column);
-            units
-                .entry(column.name.to_lowercase())
-                .and_modify(|seen| {
-                    if *seen != unit {
-                        *seen = None;
-                    }
-                })
-                .or_insert(unit);
-        }
-        UnixColumns(
-            units
-                .into_iter()
-                .filter_map(|(name, unit)| Some((name, unit?)))
-                .collect(),
-        )
+        UnixColumns(columns_of_a_kind(schema, unix_time_unit))
     }
 
     fn unit_of(&self, expr: &Expr) -> Option<UnixUnit> {
-        let name = match expr {
-            Expr::Identifier(ident) => ident,
-            Expr::CompoundIdentifier(parts) => parts.last()?,
-            _ => return None,
-        };
+        let name = column_named(expr)?;
         self.0.get(&name.value.to_lowercase()).copied()
     }
 }
@@ -115,7 +91,8 @@ impl VisitorMut for Reader<'_> {
         if read_already {
             return ControlFlow::Continue(());
         }
-        let (Some(seconds), Some(modifier)) = (parsed(&seconds), parsed("'unixepoch'")) else {
+        let (Some(seconds), Some(modifier)) = (parse_expr(&seconds), parse_expr("'unixepoch'"))
+        else {
             return ControlFlow::Continue(());
         };
         list.args[at] = FunctionArg::Unnamed(FunctionArgExpr::Expr(seconds));
@@ -134,14 +111,6 @@ fn argument(arg: &FunctionArg) -> Option<&Expr> {
         FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Some(expr),
         _ => None,
     }
-}
-
-fn parsed(text: &str) -> Option<Expr> {
-    Parser::new(&SQLiteDialect {})
-        .try_with_sql(text)
-        .ok()?
-        .parse_expr()
-        .ok()
 }
 
 #[cfg(test)]

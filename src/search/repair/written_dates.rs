@@ -5,53 +5,30 @@
 //! column's form is known, such an ordering or a comparison with an ISO
 //! date reads the column as `YYYY-MM-DD` instead.
 
-use super::rewrite::rewrite_query;
+use super::rewrite::{column_named, columns_of_a_kind, parse_expr, rewrite_query};
 use crate::db::Schema;
 use crate::search::dates::written::{written_form, WrittenForm};
 use sqlparser::ast::{BinaryOperator, Expr, OrderByKind, Query, VisitorMut};
-use sqlparser::dialect::SQLiteDialect;
-use sqlparser::parser::Parser;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 
 /// The database's columns of written dates whose order of month and day
-/// is known, by lowercased name; a name some table uses otherwise is left
-/// out.
+/// is known, by lowercased name (`columns_of_a_kind`).
 #[derive(Debug, Clone, Default)]
 pub(super) struct WrittenDates(HashMap<String, WrittenForm>);
 
 impl WrittenDates {
     pub(super) fn of(schema: &Schema) -> Self {
-        let mut forms: HashMap<String, Option<WrittenForm>> = HashMap::new();
-        for column in schema.tables.iter().flat_map(|t| &t.columns) {
-            let form = written_form(&column.examples).filter(|f| f.iso("c").is_some());
-            forms
-                .entry(column.name.to_lowercase())
-                .and_modify(|seen| {
-                    if *seen != form {
-                        *seen = None;
-                    }
-                })
-                .or_insert(form);
-        }
-        WrittenDates(
-            forms
-                .into_iter()
-                .filter_map(|(name, form)| Some((name, form?)))
-                .collect(),
-        )
+        WrittenDates(columns_of_a_kind(schema, |column| {
+            written_form(&column.examples).filter(WrittenForm::order_known)
+        }))
     }
 
     /// `expr` read as `YYYY-MM-DD` when it names a column of written
     /// dates.
     fn iso(&self, expr: &Expr) -> Option<Expr> {
-        let name = match expr {
-            Expr::Identifier(ident) => ident,
-            Expr::CompoundIdentifier(parts) => parts.last()?,
-            _ => return None,
-        };
-        let form = self.0.get(&name.value.to_lowercase())?;
-        parsed(&form.iso(&expr.to_string())?)
+        let form = self.0.get(&column_named(expr)?.value.to_lowercase())?;
+        parse_expr(&form.iso(&expr.to_string())?)
     }
 }
 
@@ -132,14 +109,6 @@ fn is_iso_date(expr: &Expr) -> bool {
         && digits(1..5)
         && bytes.get(5) == Some(&b'-')
         && digits(6..8)
-}
-
-fn parsed(text: &str) -> Option<Expr> {
-    Parser::new(&SQLiteDialect {})
-        .try_with_sql(text)
-        .ok()?
-        .parse_expr()
-        .ok()
 }
 
 #[cfg(test)]
