@@ -180,7 +180,7 @@ fn replace_whole(text: &str, name: &str, word: &str) -> String {
     out
 }
 
-/// Whether SQLite reads `name` as a name, unquoted: one word, no keyword.
+/// Whether `c` can stand in a name SQLite reads unquoted.
 fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }

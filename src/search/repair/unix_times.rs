@@ -73,6 +73,9 @@ impl VisitorMut for Reader<'_> {
                 Some("'unixepoch'" | "'auto'")
             )
         });
+        if read_already {
+            return ControlFlow::Continue(());
+        }
         let Some(time) = list.args.get(at).and_then(argument) else {
             return ControlFlow::Continue(());
         };
@@ -88,9 +91,6 @@ impl VisitorMut for Reader<'_> {
             }
             _ => return ControlFlow::Continue(()),
         };
-        if read_already {
-            return ControlFlow::Continue(());
-        }
         let (Some(seconds), Some(modifier)) = (parse_expr(&seconds), parse_expr("'unixepoch'"))
         else {
             return ControlFlow::Continue(());
