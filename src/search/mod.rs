@@ -1655,6 +1655,45 @@ SELECT nosuch FROM singer
     }
 
     #[test]
+    fn numbers_stored_as_text_are_ordered_and_compared_as_numbers_where_it_matters() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("import.sqlite");
+        // As `.import` loads a CSV file: every column TEXT.
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE products (name TEXT, price TEXT, year TEXT);
+                 INSERT INTO products VALUES ('Pen', '9.5', '2019'), ('Lamp', '120', '2021'),
+                     ('Cup', '12.25', '2020');",
+            )
+            .unwrap();
+        let answer = |reply: &str| {
+            let reply = format!("```sql\n{reply}\n```");
+            let answer = greedy_answer(&path, "a question", &reply);
+            (answer.sql.unwrap(), answer.result.unwrap().rows.clone())
+        };
+        let text = |s: &str| crate::db::Value::Text(s.into());
+        // As text, '9.5' sorts after '120', and '9.5' > '100'.
+        assert_eq!(
+            answer("SELECT name FROM products ORDER BY price DESC LIMIT 1").1,
+            vec![vec![text("Lamp")]]
+        );
+        assert_eq!(
+            answer("SELECT COUNT(*) FROM products WHERE price > 100").1,
+            vec![vec![crate::db::Value::Integer(1)]]
+        );
+        // Years of four digits sort the same either way: the query and its
+        // text answer stay as written.
+        assert_eq!(
+            answer("SELECT MAX(year) FROM products"),
+            (
+                "SELECT MAX(year) FROM products".to_string(),
+                vec![vec![text("2021")]]
+            )
+        );
+    }
+
+    #[test]
     fn names_in_other_scripts_are_shown_bare_and_run_as_written() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cafes.sqlite");

@@ -46,6 +46,7 @@ mod redecode;
 mod respell;
 mod rewrite;
 mod syntax;
+mod text_numbers;
 mod unasked;
 mod unix_times;
 mod unmatched;
@@ -117,6 +118,7 @@ pub struct SchemaNames {
     keys: Vec<join::KeyLink>,
     unix_times: unix_times::UnixColumns,
     written_dates: written_dates::WrittenDates,
+    numbers_as_text: text_numbers::NumbersAsText,
 }
 
 impl SchemaNames {
@@ -135,6 +137,7 @@ impl SchemaNames {
             keys: join::key_links(schema),
             unix_times: unix_times::UnixColumns::of(schema),
             written_dates: written_dates::WrittenDates::of(schema),
+            numbers_as_text: text_numbers::NumbersAsText::of(schema),
         }
     }
 
@@ -460,9 +463,43 @@ impl SchemaNames {
     /// written or as fixed) routed through it (`bridge_keys`); else, if it
     /// found no value, rejoined (`rejoin`), else
     /// respelled (`respell`), else rid of a filter on a text the question
-    /// and hint, `asked`, never mention (`unasked`). None when it needs no
-    /// mending or none works.
+    /// and hint, `asked`, never mention (`unasked`). Last, numbers stored
+    /// as text that the query (as mended) orders or compares are read as
+    /// numbers where that changes its answer (`numbers_read_as_numbers`).
+    /// None when it needs no mending or none works.
     pub fn mend(
+        &self,
+        executor: &Executor,
+        sql: &str,
+        outcome: &QueryOutcome,
+        cut: bool,
+        asked: &str,
+    ) -> Option<(String, Arc<QueryResult>)> {
+        let mended = self.mend_but_numbers(executor, sql, outcome, cut, asked);
+        let (now, result) = match &mended {
+            Some((now, result)) => (now.as_str(), result),
+            None => (sql, outcome.as_ref().ok()?),
+        };
+        self.numbers_read_as_numbers(executor, now, result)
+            .or(mended)
+    }
+
+    /// `sql`, which ran to `result`, with its numbers stored as text read
+    /// as numbers (`text_numbers`), and what that answers; None when it
+    /// reads none, fails, or answers the same.
+    fn numbers_read_as_numbers(
+        &self,
+        executor: &Executor,
+        sql: &str,
+        result: &QueryResult,
+    ) -> Option<(String, Arc<QueryResult>)> {
+        let read = text_numbers::read_as_numbers(sql, &self.numbers_as_text)?;
+        let answer = executor.query(&read).ok()?;
+        text_numbers::answers_differ(result, &answer).then_some((read, answer))
+    }
+
+    /// `mend` but for the reading of numbers stored as text.
+    fn mend_but_numbers(
         &self,
         executor: &Executor,
         sql: &str,
@@ -476,7 +513,7 @@ impl SchemaNames {
             if let Ok(result) = executor.query(&read) {
                 let ran = Ok(result.clone());
                 return self
-                    .mend(executor, &read, &ran, cut, asked)
+                    .mend_but_numbers(executor, &read, &ran, cut, asked)
                     .or(Some((read, result)));
             }
         }
