@@ -116,3 +116,41 @@ fn the_name_constraint_reads_letters_split_over_tokens_whole() {
         "a letter's first byte cannot be judged"
     );
 }
+
+#[test]
+fn bytes_that_make_no_letter_are_refused_once_they_show_it() {
+    use iesr::llm::decoding::{RowState, TextCodec};
+    use iesr::llm::Sampling;
+    use iesr::search::name_constraint::{NameConstraint, SchemaVocabulary};
+
+    let tokenizer = load_tokenizer(&model_path()).unwrap();
+    let vocab = tokenizer.get_vocab_size(true);
+    // The byte E2 alone: the first of three bytes of a letter such as `€`.
+    let first_byte = tokenizer.token_to_id("â").unwrap();
+    let invented = tokenizer.encode(" t", false).unwrap().get_ids()[0];
+    let codec = TextCodec::new("qwen".into(), tokenizer, None, Vec::new(), 4096);
+    let names = SchemaVocabulary::of_tables(
+        [("expense", ["cost", "approved"])]
+            .into_iter()
+            .map(|(table, columns)| (table, columns.into_iter())),
+    );
+    // The model holds to a column the table lacks (` t...`), refused, and
+    // next likes the lone byte; a second E2 after the first makes no
+    // letter.
+    let sampling = Sampling {
+        constraint: Some(NameConstraint::continuing(
+            names,
+            "```sql\nSELECT cost FROM expense WHERE",
+        )),
+        ..Sampling::default()
+    };
+    let mut row = RowState::new(&sampling, 0, 64);
+    for _ in 0..4 {
+        let mut logits = vec![0.0f32; vocab];
+        logits[invented as usize] = 10.0;
+        logits[first_byte as usize] = 9.0;
+        codec.sample_next(&mut row, &logits).unwrap();
+    }
+    let bytes = row.tokens().iter().filter(|&&t| t == first_byte).count();
+    assert!(bytes <= 1, "{:?}", row.tokens());
+}

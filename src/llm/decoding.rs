@@ -85,7 +85,8 @@ impl TextCodec {
                 checker.allows_end()
             } else {
                 let (text, _) = self.new_text(&state.unfinished, token);
-                text.is_empty() || checker.allows(&text)
+                text.is_empty()
+                    || (!text.contains(char::REPLACEMENT_CHARACTER) && checker.allows(&text))
             }
         };
         if allowed(token) {
@@ -140,16 +141,25 @@ impl TextCodec {
     /// over several tokens, each of which alone decodes to U+FFFD; the
     /// constraint must read the letter, not the stand-in, so such tokens'
     /// text is read from all of them together once the letter is whole.
+    /// Bytes that make no letter (two first bytes in a row, a letter
+    /// still open after four tokens) keep their stand-ins in the text,
+    /// which the constraint refuses: left open, they would pass unjudged
+    /// forever, and a row the rule had cornered wrote nothing else.
     fn new_text(&self, unfinished: &Unfinished, token: u32) -> (Cow<'_, str>, bool) {
+        const STAND_IN: char = char::REPLACEMENT_CHARACTER;
         let piece = self.piece(token);
-        if unfinished.tokens.is_empty() && !piece.contains(char::REPLACEMENT_CHARACTER) {
+        if unfinished.tokens.is_empty() && !piece.contains(STAND_IN) {
             return (Cow::Borrowed(piece), false);
         }
         let ids: Vec<u32> = unfinished.tokens.iter().copied().chain([token]).collect();
         let text = self.tokenizer.decode(&ids, false).unwrap_or_default();
-        let whole = text.trim_end_matches(char::REPLACEMENT_CHARACTER);
-        let open = whole.len() < text.len();
-        let new = whole.get(unfinished.read..).unwrap_or_default();
+        let whole = text.trim_end_matches(STAND_IN);
+        let stand_ins = (text.len() - whole.len()) / STAND_IN.len_utf8();
+        // A letter is four bytes at most: one stand-in at the end, after
+        // at most three tokens, is a letter still being written.
+        let open = stand_ins == 1 && ids.len() < MAX_LETTER_BYTES;
+        let read = if open || stand_ins == 0 { whole } else { &text };
+        let new = read.get(unfinished.read..).unwrap_or_default();
         (Cow::Owned(new.to_string()), open)
     }
 
@@ -507,6 +517,9 @@ fn likeliest_allowed(
         .take(ALLOWED_KEPT)
         .collect()
 }
+
+/// The most bytes UTF-8 writes one letter with.
+const MAX_LETTER_BYTES: usize = 4;
 
 /// Tokens that end inside a character, and how many bytes of their whole
 /// characters the constraint has read.
