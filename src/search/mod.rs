@@ -249,7 +249,7 @@ pub struct Engine {
     schema_text: String,
     /// What the one-call prompts say about columns that hold dates as
     /// text (empty when none does).
-    dates_paragraph: String,
+    date_paragraphs: dates::Paragraphs,
     /// Prompt tokens of the schema at its richest detail, to decide
     /// whether a question's prompt shows a focused schema.
     schema_full_tokens: usize,
@@ -291,7 +291,7 @@ impl Engine {
                 let text = render_schema(&thin, config.schema_chars);
                 (thin, text)
             });
-        let dates_paragraph = dates::paragraph(&schema);
+        let date_paragraphs = dates::Paragraphs::of(&schema);
         let names = Arc::new(repair::SchemaNames::of(&schema));
         // One vocabulary serves both constraints: it is the costly part.
         let vocabulary = config
@@ -324,7 +324,7 @@ impl Engine {
             plain_names,
             schema,
             schema_text,
-            dates_paragraph,
+            date_paragraphs,
             schema_full_tokens,
             thinned,
             names,
@@ -723,7 +723,7 @@ impl Engine {
             Some(budget) => self.focused_schema(&text, &links, budget, trace),
             None => self.schema_text.clone(),
         };
-        let evidence = self.evidence(question, &links, trace)?;
+        let evidence = self.evidence(question, &text, &links, trace)?;
         Ok(DirectMaterial {
             schema,
             evidence,
@@ -733,15 +733,22 @@ impl Engine {
 
     /// What the one-call prompts show besides the schema, as prompt
     /// paragraphs: the stored values the question mentions (from `links`,
-    /// when switched on), how to compute with dates stored as text, and
-    /// the worked examples (none of this database; the trace names them).
-    fn evidence(&self, question: &str, links: &[LinkMatch], trace: &mut Trace) -> Result<String> {
+    /// when switched on), how to read and compute with the database's
+    /// times (for `asked`, the question with its hint), and the worked
+    /// examples (none of this database; the trace names them).
+    fn evidence(
+        &self,
+        question: &str,
+        asked: &str,
+        links: &[LinkMatch],
+        trace: &mut Trace,
+    ) -> Result<String> {
         let mut paragraphs = if self.config.mentioned_values {
             mentioned_values::paragraph(links)
         } else {
             String::new()
         };
-        paragraphs += &self.dates_paragraph;
+        paragraphs += &self.date_paragraphs.for_question(asked);
         let Some(demonstrations) = &self.config.demonstrations else {
             return Ok(paragraphs);
         };
@@ -988,7 +995,7 @@ mod tests {
     }
 
     #[test]
-    fn the_direct_prompt_names_the_columns_that_hold_dates_as_text() {
+    fn the_direct_prompt_names_the_columns_that_hold_dates_as_text_to_a_question_of_time() {
         let transcripts = concert_singer()
             .parent()
             .and_then(|d| d.parent())
@@ -997,6 +1004,9 @@ mod tests {
         let text = direct_prompt_text(&transcripts, "When was the first transcript released?");
         assert!(text.contains("Transcripts.transcript_date"), "{text}");
         assert!(text.contains("julianday(b) - julianday(a)"), "{text}");
+        // A question that does not speak of time is not told.
+        let text = direct_prompt_text(&transcripts, "How many transcripts are listed?");
+        assert!(!text.contains("Dates:"), "{text}");
         // No column of concert_singer holds a date.
         let text = direct_prompt_text(&concert_singer(), "How many singers are there?");
         assert!(!text.contains("Dates:"), "{text}");

@@ -19,26 +19,137 @@ use crate::prompts::{DATES, UNIX_TIMES, WRITTEN_DATES};
 /// Columns named in a paragraph at most.
 const MAX_COLUMNS: usize = 4;
 
-/// The paragraphs for `schema`: on dates stored as text, on dates
-/// written as people write them, then on Unix times; nothing for a schema
-/// without any.
-pub(super) fn paragraph(schema: &Schema) -> String {
-    let dates = columns_where(schema, |c| holds_dates(&c.examples));
-    let mut text = String::new();
-    if !dates.is_empty() {
-        text += DATES.render(&[("columns", &listed(&dates))]).trim_end();
-        text.push('\n');
+/// The paragraphs on a database's times, made once for all its
+/// questions.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Paragraphs {
+    /// On dates stored as text, how SQLite shifts and subtracts them:
+    /// about arithmetic, so shown only to a question that speaks of time
+    /// (`speaks_of_time`); shown to every question, it drew a small model
+    /// off questions that do no date arithmetic.
+    arithmetic: String,
+    /// On dates written as people write them, then on Unix times: how to
+    /// read them at all, whatever the question.
+    reading: String,
+}
+
+impl Paragraphs {
+    /// The paragraphs for `schema`; empty for a schema without dates as
+    /// text, written dates or Unix times.
+    pub(super) fn of(schema: &Schema) -> Self {
+        let dates = columns_where(schema, |c| holds_dates(&c.examples));
+        let arithmetic = if dates.is_empty() {
+            String::new()
+        } else {
+            let text = DATES.render(&[("columns", &listed(&dates))]);
+            format!("{}\n", text.trim_end())
+        };
+        let mut reading = written_dates_paragraph(schema);
+        let times = columns_where(schema, |c| unix_time_unit(c).is_some());
+        if !times.is_empty() {
+            let example = example_reading(schema);
+            reading += UNIX_TIMES
+                .render(&[("columns", &listed(&times)), ("example", &example)])
+                .trim_end();
+            reading.push('\n');
+        }
+        Paragraphs {
+            arithmetic,
+            reading,
+        }
     }
-    text += &written_dates_paragraph(schema);
-    let times = columns_where(schema, |c| unix_time_unit(c).is_some());
-    if !times.is_empty() {
-        let example = example_reading(schema);
-        text += UNIX_TIMES
-            .render(&[("columns", &listed(&times)), ("example", &example)])
-            .trim_end();
-        text.push('\n');
+
+    /// The paragraphs for a question whose text (with its hint) is `asked`.
+    pub(super) fn for_question(&self, asked: &str) -> String {
+        if speaks_of_time(asked) {
+            format!("{}{}", self.arithmetic, self.reading)
+        } else {
+            self.reading.clone()
+        }
     }
-    text
+}
+
+/// Whether `text` speaks of time: one of its words names a unit or span
+/// of time, a month, an age, or an order in time (`day`, `monthly`,
+/// `how long`, `oldest`, `since`, `expire`, `latest`, `March`).
+fn speaks_of_time(text: &str) -> bool {
+    // `may` is left out: far more questions say it as a verb.
+    const WORDS: &[&str] = &[
+        "date",
+        "dates",
+        "dated",
+        "day",
+        "days",
+        "daily",
+        "week",
+        "weeks",
+        "weekly",
+        "month",
+        "months",
+        "monthly",
+        "year",
+        "years",
+        "yearly",
+        "annual",
+        "annually",
+        "hour",
+        "hours",
+        "minute",
+        "minutes",
+        "time",
+        "when",
+        "long",
+        "longer",
+        "longest",
+        "interval",
+        "intervals",
+        "period",
+        "periods",
+        "duration",
+        "age",
+        "aged",
+        "old",
+        "older",
+        "oldest",
+        "young",
+        "younger",
+        "youngest",
+        "since",
+        "until",
+        "ago",
+        "before",
+        "after",
+        "earlier",
+        "earliest",
+        "later",
+        "latest",
+        "recent",
+        "recently",
+        "expire",
+        "expires",
+        "expired",
+        "expiration",
+        "expiry",
+        "born",
+        "birthday",
+        "elapsed",
+        "anniversary",
+        "deadline",
+        "overdue",
+        "january",
+        "february",
+        "march",
+        "april",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ];
+    text.split(|c: char| !c.is_alphanumeric())
+        .any(|word| WORDS.contains(&word.to_lowercase().as_str()))
 }
 
 /// The paragraph on the columns that write dates in the form of the first
@@ -211,6 +322,11 @@ mod tests {
         }
     }
 
+    /// The paragraphs a question that speaks of time gets.
+    fn paragraph(schema: &Schema) -> String {
+        Paragraphs::of(schema).for_question("How long ago was it?")
+    }
+
     fn schema(columns: Vec<Column>) -> Schema {
         Schema {
             tables: vec![Table {
@@ -291,6 +407,35 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("serviced"), "{text}");
+    }
+
+    #[test]
+    fn date_arithmetic_is_told_only_to_questions_that_speak_of_time() {
+        let paragraphs = Paragraphs::of(&schema(vec![
+            column("Purchase_Date", &["2023-01-15"]),
+            integers("updated", &[1_609_459_200]),
+        ]));
+        for asked in [
+            "When does the warranty of pump 3 expire?",
+            "How many DAYS passed between the two repairs?",
+            "Which pumps were bought in March 2022?",
+            "Who is the oldest member?",
+        ] {
+            assert!(
+                paragraphs.for_question(asked).starts_with("Dates:"),
+                "{asked}"
+            );
+        }
+        for asked in [
+            "How many pumps are there?",
+            "Which pump may cost the most?",
+            "List the models of the pumps in 2021.",
+        ] {
+            let text = paragraphs.for_question(asked);
+            // The reading of Unix times is told whatever the question.
+            assert!(text.starts_with("Times:"), "{asked}: {text}");
+            assert!(!text.contains("Dates:"), "{asked}: {text}");
+        }
     }
 
     #[test]
