@@ -117,40 +117,79 @@ fn the_name_constraint_reads_letters_split_over_tokens_whole() {
     );
 }
 
-#[test]
-fn bytes_that_make_no_letter_are_refused_once_they_show_it() {
+/// A greedy row under the name constraint over the one table `table`
+/// with `columns`, after `written`, when the model likes `logits` (token,
+/// logit) at every step, for `steps` steps.
+fn written_liking(
+    (table, columns): (&str, [&str; 2]),
+    written: &str,
+    logits: &[(u32, f32)],
+    steps: usize,
+) -> Vec<u32> {
     use iesr::llm::decoding::{RowState, TextCodec};
     use iesr::llm::Sampling;
     use iesr::search::name_constraint::{NameConstraint, SchemaVocabulary};
 
     let tokenizer = load_tokenizer(&model_path()).unwrap();
     let vocab = tokenizer.get_vocab_size(true);
-    // The byte E2 alone: the first of three bytes of a letter such as `€`.
-    let first_byte = tokenizer.token_to_id("â").unwrap();
-    let invented = tokenizer.encode(" t", false).unwrap().get_ids()[0];
     let codec = TextCodec::new("qwen".into(), tokenizer, None, Vec::new(), 4096);
-    let names = SchemaVocabulary::of_tables(
-        [("expense", ["cost", "approved"])]
-            .into_iter()
-            .map(|(table, columns)| (table, columns.into_iter())),
-    );
-    // The model holds to a column the table lacks (` t...`), refused, and
-    // next likes the lone byte; a second E2 after the first makes no
-    // letter.
+    let names = SchemaVocabulary::of_tables([(table, columns.into_iter())].into_iter());
     let sampling = Sampling {
-        constraint: Some(NameConstraint::continuing(
-            names,
-            "```sql\nSELECT cost FROM expense WHERE",
-        )),
+        constraint: Some(NameConstraint::continuing(names, written)),
         ..Sampling::default()
     };
     let mut row = RowState::new(&sampling, 0, 64);
-    for _ in 0..4 {
-        let mut logits = vec![0.0f32; vocab];
-        logits[invented as usize] = 10.0;
-        logits[first_byte as usize] = 9.0;
-        codec.sample_next(&mut row, &logits).unwrap();
+    for _ in 0..steps {
+        let mut scores = vec![0.0f32; vocab];
+        for &(token, logit) in logits {
+            scores[token as usize] = logit;
+        }
+        codec.sample_next(&mut row, &scores).unwrap();
     }
-    let bytes = row.tokens().iter().filter(|&&t| t == first_byte).count();
-    assert!(bytes <= 1, "{:?}", row.tokens());
+    row.tokens().to_vec()
+}
+
+#[test]
+fn a_first_byte_is_no_way_around_the_rule_where_no_name_goes_beyond_ascii() {
+    let tokenizer = load_tokenizer(&model_path()).unwrap();
+    // The byte E2 alone: the first of three bytes of a letter such as `€`.
+    let first_byte = tokenizer.token_to_id("â").unwrap();
+    let invented = tokenizer.encode(" tshirt", false).unwrap().get_ids()[0];
+    // The model holds to a column the table lacks, refused, and next
+    // likes the lone byte: no name can hold the letter it starts.
+    let expense = ("expense", ["cost", "approved"]);
+    let written = written_liking(
+        expense,
+        "```sql\nSELECT cost FROM expense WHERE",
+        &[(invented, 10.0), (first_byte, 9.0)],
+        4,
+    );
+    assert!(!written.contains(&first_byte), "{written:?}");
+    // In a literal any letter goes, written over several tokens.
+    let sugar = tokenizer.encode(" 糖", false).unwrap().get_ids().to_vec();
+    assert!(sugar.len() > 1, "{sugar:?}");
+    let written = written_liking(
+        expense,
+        "```sql\nSELECT cost FROM expense WHERE approved = '",
+        &[(sugar[0], 10.0)],
+        1,
+    );
+    assert_eq!(written, [sugar[0]]);
+}
+
+#[test]
+fn bytes_that_make_no_letter_are_refused_once_they_show_it() {
+    let tokenizer = load_tokenizer(&model_path()).unwrap();
+    let first_byte = tokenizer.token_to_id("â").unwrap();
+    let invented = tokenizer.encode(" tshirt", false).unwrap().get_ids()[0];
+    // Names beyond ASCII: a first byte may start one of them, but a
+    // second first byte after it makes no letter.
+    let written = written_liking(
+        ("销售", ["编号", "数量"]),
+        "```sql\nSELECT 数量 FROM 销售 WHERE",
+        &[(invented, 10.0), (first_byte, 9.0)],
+        4,
+    );
+    let bytes = written.iter().filter(|&&t| t == first_byte).count();
+    assert!(bytes <= 1, "{written:?}");
 }

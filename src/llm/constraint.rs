@@ -35,6 +35,12 @@ pub trait TextChecker: Send {
     fn worth_trying(&self, _piece: &str) -> bool {
         false
     }
+    /// Whether a letter may follow whose first bytes are drawn and whose
+    /// rest is to come, so that no text can be judged yet. By default one
+    /// may.
+    fn allows_unfinished_letter(&self) -> bool {
+        true
+    }
 }
 
 /// A constraint as a sampling setting; two settings are equal when they

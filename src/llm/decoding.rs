@@ -84,9 +84,12 @@ impl TextCodec {
             if self.stop_tokens.contains(&token) {
                 checker.allows_end()
             } else {
-                let (text, _) = self.new_text(&state.unfinished, token);
-                text.is_empty()
-                    || (!text.contains(char::REPLACEMENT_CHARACTER) && checker.allows(&text))
+                let (text, open) = self.new_text(&state.unfinished, token);
+                if text.is_empty() {
+                    !open || checker.allows_unfinished_letter()
+                } else {
+                    !text.contains(char::REPLACEMENT_CHARACTER) && checker.allows(&text)
+                }
             }
         };
         if allowed(token) {

@@ -284,7 +284,18 @@ impl TextChecker for NameChecker {
     fn worth_trying(&self, piece: &str) -> bool {
         self.names.is_fragment(piece)
     }
+
+    /// Where the schema names nothing beyond ASCII, only a place that takes
+    /// any word (a literal, a new alias) takes such a letter: elsewhere a
+    /// first byte is a way around the rule, not the start of a name.
+    fn allows_unfinished_letter(&self) -> bool {
+        self.names.has_names_beyond_ascii() || self.allows(ANY_LETTER)
+    }
 }
+
+/// A letter beyond ASCII that no name is expected to hold: where it is
+/// allowed, any word is.
+const ANY_LETTER: &str = "\u{a66e}";
 
 /// Where the last query span of `text` starts (the closing is judged by
 /// the caller), and whether it is a bare query, without an opening tag.
@@ -314,6 +325,14 @@ enum Slot<'a> {
 }
 
 impl SchemaVocabulary {
+    /// Whether a table's or column's name holds a letter beyond ASCII.
+    fn has_names_beyond_ascii(&self) -> bool {
+        self.tables
+            .keys()
+            .chain(&self.columns)
+            .any(|name| !name.is_ascii())
+    }
+
     /// Whether the words of `query` that end at or after `new_from` are
     /// names it may hold; with `open`, the last word may still grow; with
     /// `closes_now`, the query ends here, so its FROM must bind what it
