@@ -102,6 +102,7 @@ impl TextCodec {
         if state.rule_stuck {
             return token;
         }
+        let first = token;
         let mut masked = logits.to_vec();
         let mut token = token;
         for _ in 0..MAX_REDRAWS {
@@ -128,8 +129,10 @@ impl TextCodec {
             kept = likeliest_allowed(&masked, worth_trying, usize::MAX, allowed);
         }
         if kept.is_empty() {
+            // Standing aside, the rule lets the model write what it drew
+            // first, not the last of the redraws it refused.
             state.rule_stuck = true;
-            return token;
+            return first;
         }
         let mut only = vec![f32::NEG_INFINITY; masked.len()];
         for &t in &kept {
@@ -901,6 +904,23 @@ mod tests {
         // Not deemed worth trying: the rule stands aside.
         let row = first_step(&codec, &sampling(false), &logits);
         assert_ne!(row.tokens(), &[size as u32 - 1]);
+    }
+
+    #[test]
+    fn a_rule_that_stands_aside_lets_the_model_write_its_first_choice() {
+        let codec = codec_of(100);
+        // Token 5 is the model's clear choice; the rest fall off slowly.
+        let logits: Vec<f32> = (0..100)
+            .map(|t| if t == 5 { 20.0 } else { 10.0 - t as f32 * 0.01 })
+            .collect();
+        let sampling = Sampling {
+            max_tokens: 1,
+            temperature: 0.0,
+            constraint: rule(|_| false),
+            ..Sampling::default()
+        };
+        let row = first_step(&codec, &sampling, &logits);
+        assert_eq!(row.tokens(), &[5]);
     }
 
     #[test]
