@@ -62,7 +62,8 @@ fn decomposed_accents_are_the_one_known_difference() {
 
 /// The tokens the name constraint lets a greedy row write when the model
 /// wants `wanted`, one after another, after `written`, over a database of
-/// a table `销售` (sales) and a table `Café`.
+/// a table `销售` (sales), a table `Café` and a table `糕点` (pastries),
+/// whose first letter shares its first two bytes with `糖` (sugar).
 fn written_under_the_constraint(written: &str, wanted: &str) -> Vec<u32> {
     use iesr::llm::decoding::{RowState, TextCodec};
     use iesr::llm::Sampling;
@@ -73,9 +74,13 @@ fn written_under_the_constraint(written: &str, wanted: &str) -> Vec<u32> {
     let vocab = tokenizer.get_vocab_size(true);
     let codec = TextCodec::new("qwen".into(), tokenizer, None, Vec::new(), 4096);
     let names = SchemaVocabulary::of_tables(
-        [("销售", ["编号", "数量"]), ("Café", ["id", "Nom"])]
-            .into_iter()
-            .map(|(table, columns)| (table, columns.into_iter())),
+        [
+            ("销售", ["编号", "数量"]),
+            ("Café", ["id", "Nom"]),
+            ("糕点", ["id", "Nom"]),
+        ]
+        .into_iter()
+        .map(|(table, columns)| (table, columns.into_iter())),
     );
     let sampling = Sampling {
         constraint: Some(NameConstraint::continuing(names, written)),
@@ -107,7 +112,9 @@ fn the_name_constraint_reads_letters_split_over_tokens_whole() {
         written_under_the_constraint(after_from, " Café"),
         ids(" Café")
     );
-    // ...and one it lacks is refused once its first letter is whole.
+    // ...and one it lacks is refused once its first letter is whole: the
+    // letter's last byte is drawn again, and the table that shares its
+    // first bytes is written.
     let invented = ids(" 糖咖啡");
     let written = written_under_the_constraint(after_from, " 糖咖啡");
     assert_ne!(written, invented);
@@ -115,6 +122,8 @@ fn the_name_constraint_reads_letters_split_over_tokens_whole() {
         written[0], invented[0],
         "a letter's first byte cannot be judged"
     );
+    let text = tokenizer.decode(&written, false).unwrap();
+    assert!(text.starts_with(" 糕"), "{text:?}");
 }
 
 /// A greedy row under the name constraint over the one table `table`
