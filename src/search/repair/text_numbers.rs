@@ -17,25 +17,29 @@ use sqlparser::ast::{
     BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, OrderByKind, Query,
     VisitorMut,
 };
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 /// The database's columns that hold numbers as text, by lowercased name
 /// (`columns_of_a_kind`).
 #[derive(Debug, Clone, Default)]
-pub(super) struct NumbersAsText(HashMap<String, ()>);
+pub(super) struct NumbersAsText(HashSet<String>);
 
 impl NumbersAsText {
     pub(super) fn of(schema: &Schema) -> Self {
-        NumbersAsText(columns_of_a_kind(schema, |c| {
-            holds_numbers_as_text(c).then_some(())
-        }))
+        NumbersAsText(
+            columns_of_a_kind(schema, |c| holds_numbers_as_text(c).then_some(()))
+                .into_keys()
+                .collect(),
+        )
     }
 
     /// `expr` read as a number when it names such a column.
     fn number(&self, expr: &Expr) -> Option<Expr> {
         let name = column_named(expr)?;
-        self.0.get(&name.value.to_lowercase())?;
+        if !self.0.contains(&name.value.to_lowercase()) {
+            return None;
+        }
         parse_expr(&format!("CAST({expr} AS REAL)"))
     }
 }
