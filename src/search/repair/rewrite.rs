@@ -4,10 +4,11 @@
 
 use crate::db::schema::Column;
 use crate::db::Schema;
-use sqlparser::ast::{Expr, Ident, Query, Statement, VisitMut, VisitorMut};
+use sqlparser::ast::{Expr, Ident, OrderByKind, Query, Statement, VisitMut, VisitorMut};
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 
 /// `sql`, one query, walked by `visitor` and written again when `changed`
 /// says the visitor changed it; None otherwise, or when the parser rejects
@@ -20,6 +21,62 @@ pub(super) fn rewrite_query<V: VisitorMut>(
     let mut query = parse_query(sql)?;
     let _ = VisitMut::visit(&mut query, visitor);
     changed(visitor).then(|| query.to_string())
+}
+
+/// A way of reading some columns anew (numbers stored as text as
+/// numbers, written dates as ISO dates) where a query orders by them or
+/// compares them.
+pub(super) trait Rereading {
+    /// `expr` read anew; None when it is no column this reading is for.
+    fn reread(&self, expr: &Expr) -> Option<Expr>;
+
+    /// The operands of `expr` that its meaning reads in order, and so
+    /// that are to be read anew; none for most expressions.
+    fn ordered_operands<'e>(&self, expr: &'e mut Expr) -> Vec<&'e mut Expr>;
+}
+
+/// `sql` with every ordering key and every operand `reading` names read
+/// anew; None when nothing was, or when the parser rejects it.
+pub(super) fn reread_query(sql: &str, reading: &impl Rereading) -> Option<String> {
+    let mut rereader = Rereader {
+        reading,
+        changed: false,
+    };
+    rewrite_query(sql, &mut rereader, |r| r.changed)
+}
+
+struct Rereader<'a, R> {
+    reading: &'a R,
+    changed: bool,
+}
+
+impl<R: Rereading> Rereader<'_, R> {
+    fn read(&mut self, expr: &mut Expr) {
+        if let Some(anew) = self.reading.reread(expr) {
+            *expr = anew;
+            self.changed = true;
+        }
+    }
+}
+
+impl<R: Rereading> VisitorMut for Rereader<'_, R> {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        if let Some(OrderByKind::Expressions(keys)) = query.order_by.as_mut().map(|o| &mut o.kind) {
+            for key in keys {
+                self.read(&mut key.expr);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        for operand in self.reading.ordered_operands(expr) {
+            self.read(operand);
+        }
+        ControlFlow::Continue(())
+    }
 }
 
 /// `sql` parsed as one query; None when it is not one.

@@ -8,17 +8,13 @@
 //! it answers differently (`answers_differ`): where text order and number
 //! order agree, the stored text stays the answer, as written.
 
-use super::rewrite::{column_named, columns_of_a_kind, parse_expr, rewrite_query};
+use super::rewrite::{column_named, columns_of_a_kind, parse_expr, reread_query, Rereading};
 use crate::db::executor::QueryResult;
 use crate::db::schema::Column;
 use crate::db::{Schema, Value};
 use crate::sources::cells::parse_number;
-use sqlparser::ast::{
-    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, OrderByKind, Query,
-    VisitorMut,
-};
+use sqlparser::ast::{BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments};
 use std::collections::HashSet;
-use std::ops::ControlFlow;
 
 /// The database's columns that hold numbers as text, by lowercased name
 /// (`columns_of_a_kind`).
@@ -32,15 +28,6 @@ impl NumbersAsText {
                 .into_keys()
                 .collect(),
         )
-    }
-
-    /// `expr` read as a number when it names such a column.
-    fn number(&self, expr: &Expr) -> Option<Expr> {
-        let name = column_named(expr)?;
-        if !self.0.contains(&name.value.to_lowercase()) {
-            return None;
-        }
-        parse_expr(&format!("CAST({expr} AS REAL)"))
     }
 }
 
@@ -62,11 +49,7 @@ pub(super) fn read_as_numbers(sql: &str, numbers: &NumbersAsText) -> Option<Stri
     if numbers.0.is_empty() {
         return None;
     }
-    let mut reader = Reader {
-        numbers,
-        changed: false,
-    };
-    rewrite_query(sql, &mut reader, |r| r.changed)
+    reread_query(sql, numbers)
 }
 
 /// Whether two results of the same question give different answers when
@@ -94,45 +77,21 @@ fn as_number(value: &Value) -> Option<f64> {
     }
 }
 
-struct Reader<'a> {
-    numbers: &'a NumbersAsText,
-    changed: bool,
-}
-
-impl Reader<'_> {
-    fn read(&mut self, expr: &mut Expr) {
-        if let Some(number) = self.numbers.number(expr) {
-            *expr = number;
-            self.changed = true;
+impl Rereading for NumbersAsText {
+    fn reread(&self, expr: &Expr) -> Option<Expr> {
+        let name = column_named(expr)?;
+        if !self.0.contains(&name.value.to_lowercase()) {
+            return None;
         }
-    }
-}
-
-impl VisitorMut for Reader<'_> {
-    type Break = ();
-
-    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
-        if let Some(OrderByKind::Expressions(keys)) = query.order_by.as_mut().map(|o| &mut o.kind) {
-            for key in keys {
-                self.read(&mut key.expr);
-            }
-        }
-        ControlFlow::Continue(())
+        parse_expr(&format!("CAST({expr} AS REAL)"))
     }
 
-    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+    fn ordered_operands<'e>(&self, expr: &'e mut Expr) -> Vec<&'e mut Expr> {
         match expr {
-            Expr::BinaryOp { left, op, right } if orders(op) => {
-                self.read(left);
-                self.read(right);
-            }
+            Expr::BinaryOp { left, op, right } if orders(op) => vec![left, right],
             Expr::Between {
                 expr, low, high, ..
-            } => {
-                self.read(expr);
-                self.read(low);
-                self.read(high);
-            }
+            } => vec![expr, low, high],
             Expr::Function(function)
                 if matches!(
                     function.name.to_string().to_lowercase().as_str(),
@@ -141,17 +100,20 @@ impl VisitorMut for Reader<'_> {
             {
                 // MIN and MAX of one argument are aggregates; of more,
                 // they compare their arguments: both order.
-                if let FunctionArguments::List(list) = &mut function.args {
-                    for arg in &mut list.args {
-                        if let FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) = arg {
-                            self.read(e);
-                        }
-                    }
+                match &mut function.args {
+                    FunctionArguments::List(list) => list
+                        .args
+                        .iter_mut()
+                        .filter_map(|arg| match arg {
+                            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e),
+                            _ => None,
+                        })
+                        .collect(),
+                    _ => Vec::new(),
                 }
             }
-            _ => {}
+            _ => Vec::new(),
         }
-        ControlFlow::Continue(())
     }
 }
 

@@ -5,12 +5,11 @@
 //! column's form is known, such an ordering or a comparison with an ISO
 //! date reads the column as `YYYY-MM-DD` instead.
 
-use super::rewrite::{column_named, columns_of_a_kind, parse_expr, rewrite_query};
+use super::rewrite::{column_named, columns_of_a_kind, parse_expr, reread_query, Rereading};
 use crate::db::Schema;
 use crate::search::dates::written::{written_form, WrittenForm};
-use sqlparser::ast::{BinaryOperator, Expr, OrderByKind, Query, VisitorMut};
+use sqlparser::ast::{BinaryOperator, Expr};
 use std::collections::HashMap;
-use std::ops::ControlFlow;
 
 /// The database's columns of written dates whose order of month and day
 /// is known, by lowercased name (`columns_of_a_kind`).
@@ -23,13 +22,6 @@ impl WrittenDates {
             written_form(&column.examples).filter(WrittenForm::order_known)
         }))
     }
-
-    /// `expr` read as `YYYY-MM-DD` when it names a column of written
-    /// dates.
-    fn iso(&self, expr: &Expr) -> Option<Expr> {
-        let form = self.0.get(&column_named(expr)?.value.to_lowercase())?;
-        parse_expr(&form.iso(&expr.to_string())?)
-    }
 }
 
 /// `sql` with every ordering by a column of written dates, and every
@@ -39,54 +31,33 @@ pub(super) fn in_date_order(sql: &str, dates: &WrittenDates) -> Option<String> {
     if dates.0.is_empty() {
         return None;
     }
-    let mut reader = Reader {
-        dates,
-        changed: false,
-    };
-    rewrite_query(sql, &mut reader, |r| r.changed)
+    reread_query(sql, dates)
 }
 
-struct Reader<'a> {
-    dates: &'a WrittenDates,
-    changed: bool,
-}
-
-impl Reader<'_> {
-    fn read(&mut self, expr: &mut Expr) {
-        if let Some(iso) = self.dates.iso(expr) {
-            *expr = Expr::Nested(Box::new(iso));
-            self.changed = true;
-        }
-    }
-}
-
-impl VisitorMut for Reader<'_> {
-    type Break = ();
-
-    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
-        if let Some(OrderByKind::Expressions(keys)) = query.order_by.as_mut().map(|o| &mut o.kind) {
-            for key in keys {
-                self.read(&mut key.expr);
-            }
-        }
-        ControlFlow::Continue(())
+impl Rereading for WrittenDates {
+    fn reread(&self, expr: &Expr) -> Option<Expr> {
+        let form = self.0.get(&column_named(expr)?.value.to_lowercase())?;
+        let iso = parse_expr(&form.iso(&expr.to_string())?)?;
+        Some(Expr::Nested(Box::new(iso)))
     }
 
-    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+    /// The side of a comparison with an ISO date that is not the date.
+    fn ordered_operands<'e>(&self, expr: &'e mut Expr) -> Vec<&'e mut Expr> {
         match expr {
             Expr::BinaryOp { left, op, right } if is_comparison(op) => {
                 if is_iso_date(right) {
-                    self.read(left);
+                    vec![left]
                 } else if is_iso_date(left) {
-                    self.read(right);
+                    vec![right]
+                } else {
+                    Vec::new()
                 }
             }
             Expr::Between {
                 expr, low, high, ..
-            } if is_iso_date(low) && is_iso_date(high) => self.read(expr),
-            _ => {}
+            } if is_iso_date(low) && is_iso_date(high) => vec![expr],
+            _ => Vec::new(),
         }
-        ControlFlow::Continue(())
     }
 }
 
