@@ -73,6 +73,12 @@ impl TextChecker for QueryFirstChecker {
         self.inner.as_ref().is_some_and(|c| c.worth_trying(piece))
     }
 
+    fn allows_unfinished_letter(&self) -> bool {
+        self.inner
+            .as_ref()
+            .is_none_or(|c| c.allows_unfinished_letter())
+    }
+
     fn push(&mut self, piece: &str) {
         if !self.settled {
             self.opening.push_str(&piece.to_ascii_lowercase());
@@ -160,5 +166,33 @@ mod tests {
             [true, false, true]
         );
         assert!(checker.allows_end());
+    }
+
+    #[test]
+    fn the_inner_rule_decides_whether_a_letter_may_be_left_unfinished() {
+        // Where no name goes beyond ASCII, the name constraint refuses a
+        // letter's first byte outside literals; wrapped, it must still.
+        struct AsciiOnly;
+        struct AsciiOnlyChecker;
+        impl TextConstraint for AsciiOnly {
+            fn checker(&self) -> Box<dyn TextChecker> {
+                Box::new(AsciiOnlyChecker)
+            }
+        }
+        impl TextChecker for AsciiOnlyChecker {
+            fn allows(&self, piece: &str) -> bool {
+                piece.is_ascii()
+            }
+            fn push(&mut self, _piece: &str) {}
+            fn allows_unfinished_letter(&self) -> bool {
+                false
+            }
+        }
+        let wrapped = QueryFirst::around(Some(Constraint(Arc::new(AsciiOnly))));
+        assert!(!wrapped.0.checker().allows_unfinished_letter());
+        assert!(QueryFirst::around(None)
+            .0
+            .checker()
+            .allows_unfinished_letter());
     }
 }
