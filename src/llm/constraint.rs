@@ -28,6 +28,13 @@ pub trait TextChecker: Send {
     }
     /// Appends the text of a sampled token.
     fn push(&mut self, piece: &str);
+    /// Whether `piece` may follow where the model holds to it and none of
+    /// its likeliest tokens is allowed: a looser rule, for what is worse
+    /// than the model's second choices but better than far-down tokens.
+    /// By default the same rule.
+    fn allows_as_last_resort(&self, piece: &str) -> bool {
+        self.allows(piece)
+    }
     /// Whether `piece` is worth asking `allows` about once none of the
     /// likeliest tokens is allowed: a cheap look through the whole
     /// vocabulary for what the rule may want (a part of a name). By

@@ -80,7 +80,8 @@ impl TextCodec {
         let Some(checker) = &state.checker else {
             return token;
         };
-        let allowed = |token: u32| {
+        // Whether `token` may follow, its whole letters judged by `rule`.
+        let allowed_by = |token: u32, rule: &dyn Fn(&str) -> bool| {
             if self.stop_tokens.contains(&token) {
                 checker.allows_end()
             } else {
@@ -88,10 +89,11 @@ impl TextCodec {
                 if text.is_empty() {
                     !open || checker.allows_unfinished_letter()
                 } else {
-                    !text.contains(char::REPLACEMENT_CHARACTER) && checker.allows(&text)
+                    !text.contains(char::REPLACEMENT_CHARACTER) && rule(&text)
                 }
             }
         };
+        let allowed = |token: u32| allowed_by(token, &|text| checker.allows(text));
         if allowed(token) {
             state.rule_stuck = false;
             return token;
@@ -113,6 +115,12 @@ impl TextCodec {
             if allowed(token) {
                 return token;
             }
+        }
+        // None of the model's likeliest tokens is allowed: where the rule's
+        // last resort takes its first choice, that is better than a token
+        // far down the distribution.
+        if allowed_by(first, &|text| checker.allows_as_last_resort(text)) {
+            return first;
         }
         // The sampler keeps reaching for refused tokens (an invented name
         // whose real spellings lie far down the distribution): draw among
@@ -923,6 +931,58 @@ mod tests {
         assert_eq!(row.tokens(), &[5]);
     }
 
+    /// A rule that allows `strict` pieces, and `last_resort` ones too
+    /// where nothing likely it allows is at hand.
+    struct Tiered {
+        strict: &'static [&'static str],
+        last_resort: &'static [&'static str],
+    }
+
+    impl super::super::constraint::TextConstraint for Tiered {
+        fn checker(&self) -> Box<dyn TextChecker> {
+            Box::new(Tiered {
+                strict: self.strict,
+                last_resort: self.last_resort,
+            })
+        }
+    }
+
+    impl TextChecker for Tiered {
+        fn allows(&self, piece: &str) -> bool {
+            self.strict.contains(&piece)
+        }
+        fn allows_as_last_resort(&self, piece: &str) -> bool {
+            self.allows(piece) || self.last_resort.contains(&piece)
+        }
+        fn push(&mut self, _: &str) {}
+    }
+
+    #[test]
+    fn the_last_resort_takes_the_models_first_choice_only_when_nothing_likely_is_allowed() {
+        let codec = codec_of(100);
+        // Token 5 is the model's clear choice, then 0, 1, 2, ... in order.
+        let logits: Vec<f32> = (0..100)
+            .map(|t| if t == 5 { 20.0 } else { 10.0 - t as f32 * 0.01 })
+            .collect();
+        let written = |strict: &'static [&'static str]| {
+            let sampling = Sampling {
+                max_tokens: 1,
+                temperature: 0.0,
+                constraint: Some(Constraint(std::sync::Arc::new(Tiered {
+                    strict,
+                    last_resort: &["t5"],
+                }))),
+                ..Sampling::default()
+            };
+            first_step(&codec, &sampling, &logits).tokens().to_vec()
+        };
+        // Among the likeliest, the strict rule's choice wins.
+        assert_eq!(written(&["t1", "t90"]), [1]);
+        // Only far down (t90): the model's first choice, which the last
+        // resort allows.
+        assert_eq!(written(&["t90"]), [5]);
+    }
+
     #[test]
     fn a_rule_that_allows_nothing_stands_aside_after_one_search() {
         use std::sync::atomic::Ordering;
@@ -948,8 +1008,9 @@ mod tests {
             })
             .unwrap();
         assert_eq!(rows[0].tokens().len(), 3);
-        // The first position: the first draw, the redraws and every token
-        // left; each later one: its one draw.
-        assert_eq!(asked.load(Ordering::Relaxed), 100 + 2);
+        // The first position: the first draw, the redraws, the first draw
+        // again as a last resort, and every token left; each later one:
+        // its one draw.
+        assert_eq!(asked.load(Ordering::Relaxed), 100 + 1 + 2);
     }
 }

@@ -47,6 +47,17 @@ struct QueryFirstChecker {
     settled: bool,
 }
 
+impl QueryFirstChecker {
+    /// Whether the reply still opens as a query with `piece` after it.
+    fn opens_well_with(&self, piece: &str) -> bool {
+        self.settled || {
+            let mut start = self.opening.clone();
+            start.push_str(&piece.to_ascii_lowercase());
+            may_open_a_query(start.trim_start())
+        }
+    }
+}
+
 /// Whether `start` (lower-cased, no leading whitespace) is, or can still
 /// become, a reply that opens with a query.
 fn may_open_a_query(start: &str) -> bool {
@@ -57,12 +68,15 @@ fn may_open_a_query(start: &str) -> bool {
 
 impl TextChecker for QueryFirstChecker {
     fn allows(&self, piece: &str) -> bool {
-        let opens_well = self.settled || {
-            let mut start = self.opening.clone();
-            start.push_str(&piece.to_ascii_lowercase());
-            may_open_a_query(start.trim_start())
-        };
-        opens_well && self.inner.as_ref().is_none_or(|c| c.allows(piece))
+        self.opens_well_with(piece) && self.inner.as_ref().is_none_or(|c| c.allows(piece))
+    }
+
+    fn allows_as_last_resort(&self, piece: &str) -> bool {
+        self.opens_well_with(piece)
+            && self
+                .inner
+                .as_ref()
+                .is_none_or(|c| c.allows_as_last_resort(piece))
     }
 
     fn allows_end(&self) -> bool {

@@ -61,6 +61,9 @@ pub struct SchemaVocabulary {
     /// Whether a call may name a function the query declares
     /// (`crate::functions::DECLARED_PREFIX`), to be written for it.
     declared_functions: bool,
+    /// The tables two keys at most from each table (declared or implied
+    /// keys, `repair::key_links`), the table itself left out.
+    reach: HashMap<String, HashSet<String>>,
     /// Every part of a table's or column's name, lowercased, up to
     /// [`MAX_FRAGMENT_CHARS`] long: the tokens worth trying when none of
     /// the likeliest is allowed. Made the first time that happens.
@@ -95,6 +98,7 @@ impl SchemaVocabulary {
                 .insert(table.name.to_lowercase(), starts);
         }
         vocabulary.declared_functions = declared_functions;
+        vocabulary.reach = Self::reach_of(schema);
         Arc::new(vocabulary)
     }
 
@@ -122,8 +126,30 @@ impl SchemaVocabulary {
             columns,
             table_starts: HashMap::new(),
             declared_functions: false,
+            reach: HashMap::new(),
             fragments: OnceLock::new(),
         }
+    }
+
+    /// The tables two keys at most from each table of `schema`.
+    fn reach_of(schema: &Schema) -> HashMap<String, HashSet<String>> {
+        let mut next: HashMap<String, HashSet<String>> = HashMap::new();
+        for key in crate::search::repair::key_links(schema) {
+            let (a, b) = (key.table.to_lowercase(), key.other.to_lowercase());
+            next.entry(a.clone()).or_default().insert(b.clone());
+            next.entry(b).or_default().insert(a);
+        }
+        next.iter()
+            .map(|(table, near)| {
+                let mut reach: HashSet<String> = near
+                    .iter()
+                    .flat_map(|n| next.get(n).into_iter().flatten().chain([n]))
+                    .cloned()
+                    .collect();
+                reach.remove(table);
+                (table.clone(), reach)
+            })
+            .collect()
     }
 
     /// Whether `piece` (its leading spaces aside) is part of a name of the
@@ -235,8 +261,10 @@ fn fragments_of(name: &str) -> impl Iterator<Item = String> + '_ {
     })
 }
 
-impl TextChecker for NameChecker {
-    fn allows(&self, piece: &str) -> bool {
+impl NameChecker {
+    /// Whether `piece` may follow, a bare column after its level's FROM
+    /// being one of the tables `reach` takes in.
+    fn judge(&self, piece: &str, reach: Reach) -> bool {
         let mut text = String::with_capacity(self.text.len() + piece.len());
         text.push_str(&self.text);
         text.push_str(piece);
@@ -265,8 +293,25 @@ impl TextChecker for NameChecker {
             Some((at, len)) => (at, at + len > new_from),
             None => (query.len(), false),
         };
-        self.names
-            .query_allows(&query[..end], new_from, end == query.len(), closes_now)
+        self.names.query_allows(
+            &query[..end],
+            new_from,
+            end == query.len(),
+            closes_now,
+            reach,
+        )
+    }
+}
+
+impl TextChecker for NameChecker {
+    fn allows(&self, piece: &str) -> bool {
+        self.judge(piece, Reach::Scope)
+    }
+
+    /// A column of a table the query forgot to join, two keys at most
+    /// from one it binds: the join repair joins it.
+    fn allows_as_last_resort(&self, piece: &str) -> bool {
+        self.judge(piece, Reach::Keys)
     }
 
     /// Ending the completion closes its query: the last word must be
@@ -291,6 +336,22 @@ impl TextChecker for NameChecker {
     fn allows_unfinished_letter(&self) -> bool {
         self.names.has_names_beyond_ascii() || self.allows(ANY_LETTER)
     }
+}
+
+/// Which tables' columns a bare word may name once its level's FROM is
+/// written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// The tables in scope: where the model hesitates between a column in
+    /// scope and one of a table it has not joined, the one in scope is
+    /// usually meant (`ORDER BY Original_air_date`, not TV_series'
+    /// `Air_Date`).
+    Scope,
+    /// Those, and the tables two keys at most from them, whose columns the
+    /// join repair joins: where the model holds to such a column, refusing
+    /// it left whatever the rule let through (`FROM expense WHERE
+    /// t_shirt_size`, member's, became `triM(` or `tHeN`).
+    Keys,
 }
 
 /// A letter beyond ASCII that no name is expected to hold: where it is
@@ -337,7 +398,14 @@ impl SchemaVocabulary {
     /// names it may hold; with `open`, the last word may still grow; with
     /// `closes_now`, the query ends here, so its FROM must bind what it
     /// named before it.
-    fn query_allows(&self, query: &str, new_from: usize, open: bool, closes_now: bool) -> bool {
+    fn query_allows(
+        &self,
+        query: &str,
+        new_from: usize,
+        open: bool,
+        closes_now: bool,
+        reach: Reach,
+    ) -> bool {
         let quoted = quoted_ranges(query);
         let mut spans = Vec::new();
         let mut offset = 0;
@@ -538,11 +606,12 @@ impl SchemaVocabulary {
                 // lacks: nothing can be ruled out while the word grows.
                 Slot::Free if growing && (with_query || scopes.iter().any(|s| s.derived)) => true,
                 // Checked as a prefix: once this level's FROM is written,
-                // of the names in scope; before, of any column, and a short
-                // word may also be a qualifier bound later (`SELECT T1.x
-                // ... FROM t AS T1`). A longer word that starts no name is
-                // how an invented name begins; left to grow, its end is
-                // refused and it runs on for as long as the model lets it.
+                // of the names within `reach` (`columns_within_reach`);
+                // before, of any column, and a short word may also be a
+                // qualifier bound later (`SELECT T1.x ... FROM t AS T1`).
+                // A longer word that starts no name is how an invented
+                // name begins; left to grow, its end is refused and it
+                // runs on for as long as the model lets it.
                 Slot::Free if growing => {
                     let known = self.scope_known(&scopes, with_query);
                     let starts = |c: &String| c.starts_with(&lower);
@@ -553,7 +622,7 @@ impl SchemaVocabulary {
                         || defined.iter().any(|d| d.starts_with(&lower))
                         || bound.iter().any(|(n, _)| n.starts_with(&lower))
                         || if known {
-                            self.columns_in_scope(&scopes).any(starts)
+                            self.columns_within_reach(&scopes, reach).any(starts)
                         } else {
                             self.columns.iter().any(starts)
                         }
@@ -622,7 +691,9 @@ impl SchemaVocabulary {
                                 || alias
                                 || (self.columns.contains(&lower)
                                     && (!self.scope_known(&scopes, with_query)
-                                        || self.columns_in_scope(&scopes).any(|c| *c == lower)))
+                                        || self
+                                            .columns_within_reach(&scopes, reach)
+                                            .any(|c| *c == lower)))
                         }
                     }
                 }
@@ -727,11 +798,20 @@ impl SchemaVocabulary {
             .collect()
     }
 
-    /// The columns of the tables every level so far has bound.
-    fn columns_in_scope<'s>(&'s self, scopes: &'s [Scope]) -> impl Iterator<Item = &'s String> {
-        scopes
-            .iter()
-            .flat_map(|s| &s.tables)
+    /// The columns of the tables every level so far has bound, and with
+    /// `Reach::Keys` of the tables two keys at most from them.
+    fn columns_within_reach<'s>(
+        &'s self,
+        scopes: &'s [Scope],
+        reach: Reach,
+    ) -> impl Iterator<Item = &'s String> {
+        let bound = scopes.iter().flat_map(|s| &s.tables);
+        let near = bound
+            .clone()
+            .filter(move |_| reach == Reach::Keys)
+            .flat_map(|t| self.reach.get(t).into_iter().flatten());
+        bound
+            .chain(near)
             .filter_map(|t| self.tables.get(t))
             .flatten()
     }

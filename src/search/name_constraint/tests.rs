@@ -555,30 +555,50 @@ fn an_answer_that_is_a_query_is_checked_until_it_ends() {
 }
 
 #[test]
-fn after_from_a_bare_column_belongs_to_the_tables_in_scope() {
-    // Age is singer's; Capacity is stadium's.
+fn after_from_a_bare_column_is_in_scope_or_as_a_last_resort_two_keys_away() {
+    // Age is singer's; Capacity is stadium's, three keys from singer
+    // (singer_in_concert, concert, stadium).
     let outer = "SELECT Name FROM singer WHERE ";
     assert_eq!(verdicts(&[outer, "Age >"]), [true, true]);
     assert_eq!(verdicts(&[outer, "Capacity >"]), [true, false]);
-    // Checked letter by letter there: no singer column starts "Capa".
+    // Checked letter by letter there: no column within reach starts "Capa".
     assert_eq!(verdicts(&[outer, "Ag"]), [true, true]);
     assert_eq!(verdicts(&[outer, "Capa"]), [true, false]);
+    // A column of a table the query forgot to join, two keys away
+    // (concert, through singer_in_concert), is refused while anything
+    // likely is allowed, and allowed as a last resort: the join repair
+    // joins its table.
+    let mut c = checker();
+    c.push(outer);
+    for piece in ["concert_Na", "concert_Name ="] {
+        assert!(
+            !c.allows(piece) && c.allows_as_last_resort(piece),
+            "{piece}"
+        );
+    }
+    assert!(!c.allows_as_last_resort("Capacity ="));
     // Gluing a refused name to a call does not get it through.
     assert_eq!(
         verdicts(&["SELECT Name FROM singer ORDER BY Age", "LIMIT("]),
         [true, false]
     );
-    // Before FROM, any column; a subquery sees its own and outer tables.
+    // Before FROM, any column; a subquery sees its own and outer tables,
+    // and as a last resort those two keys from them (stadium is two from
+    // singer_in_concert, three from singer).
     assert_eq!(verdicts(&["SELECT Capacity,"]), [true]);
     let sub = "SELECT Name FROM singer WHERE Singer_ID IN (SELECT Singer_ID FROM singer_in_concert WHERE ";
     assert_eq!(verdicts(&[sub, "concert_ID ="]), [true, true]);
     assert_eq!(verdicts(&[sub, "Age ="]), [true, true]);
     assert_eq!(verdicts(&[sub, "Capacity ="]), [true, false]);
+    let mut c = checker();
+    c.push(sub);
+    assert!(c.allows_as_last_resort("Capacity ="));
     // Back outside the subquery, its tables are out of scope.
     assert_eq!(
         verdicts(&[sub, "concert_ID = 1) AND concert_ID ="]),
         [true, false]
     );
+    assert!(!c.allows_as_last_resort("Capacity = 1) AND Capacity ="));
     // A subquery as a source: nothing can be ruled out.
     assert_eq!(
         verdicts(&[

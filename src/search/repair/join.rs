@@ -11,7 +11,7 @@ use crate::db::schema::{Schema, Table};
 
 /// One foreign key: `table.column` refers to `other.other_column`.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct KeyLink {
+pub(in crate::search) struct KeyLink {
     pub table: String,
     pub column: String,
     pub other: String,
@@ -21,7 +21,7 @@ pub(super) struct KeyLink {
 /// The keys of `schema`: its foreign keys whose target column is known, or,
 /// when it declares none at all (common in exported databases), the keys
 /// its column names imply.
-pub(super) fn key_links(schema: &Schema) -> Vec<KeyLink> {
+pub(in crate::search) fn key_links(schema: &Schema) -> Vec<KeyLink> {
     let declared = declared_keys(schema);
     if declared.is_empty() {
         implied_keys(schema)

@@ -52,6 +52,8 @@ mod unix_times;
 mod unmatched;
 mod written_dates;
 
+pub(super) use join::key_links;
+
 use super::sql_text::{
     columns_under, dot_between, join_split_name, name_in_query, outer_table_aliases, pieces,
     qualify_bare, replace_identifier, replace_qualified, replace_quoted_name, table_aliases,
