@@ -914,21 +914,27 @@ mod tests {
         assert_ne!(row.tokens(), &[size as u32 - 1]);
     }
 
-    #[test]
-    fn a_rule_that_stands_aside_lets_the_model_write_its_first_choice() {
-        let codec = codec_of(100);
-        // Token 5 is the model's clear choice; the rest fall off slowly.
+    /// The token greedy decoding writes first under `constraint`, over
+    /// 100 tokens where token 5 is the model's clear choice and the rest
+    /// fall off slowly in order (0, 1, 2, ...).
+    fn greedy_first_choice_under(constraint: Option<Constraint>) -> Vec<u32> {
         let logits: Vec<f32> = (0..100)
             .map(|t| if t == 5 { 20.0 } else { 10.0 - t as f32 * 0.01 })
             .collect();
         let sampling = Sampling {
             max_tokens: 1,
             temperature: 0.0,
-            constraint: rule(|_| false),
+            constraint,
             ..Sampling::default()
         };
-        let row = first_step(&codec, &sampling, &logits);
-        assert_eq!(row.tokens(), &[5]);
+        first_step(&codec_of(100), &sampling, &logits)
+            .tokens()
+            .to_vec()
+    }
+
+    #[test]
+    fn a_rule_that_stands_aside_lets_the_model_write_its_first_choice() {
+        assert_eq!(greedy_first_choice_under(rule(|_| false)), [5]);
     }
 
     /// A rule that allows `strict` pieces, and `last_resort` ones too
@@ -959,22 +965,11 @@ mod tests {
 
     #[test]
     fn the_last_resort_takes_the_models_first_choice_only_when_nothing_likely_is_allowed() {
-        let codec = codec_of(100);
-        // Token 5 is the model's clear choice, then 0, 1, 2, ... in order.
-        let logits: Vec<f32> = (0..100)
-            .map(|t| if t == 5 { 20.0 } else { 10.0 - t as f32 * 0.01 })
-            .collect();
         let written = |strict: &'static [&'static str]| {
-            let sampling = Sampling {
-                max_tokens: 1,
-                temperature: 0.0,
-                constraint: Some(Constraint(std::sync::Arc::new(Tiered {
-                    strict,
-                    last_resort: &["t5"],
-                }))),
-                ..Sampling::default()
-            };
-            first_step(&codec, &sampling, &logits).tokens().to_vec()
+            greedy_first_choice_under(Some(Constraint(std::sync::Arc::new(Tiered {
+                strict,
+                last_resort: &["t5"],
+            }))))
         };
         // Among the likeliest, the strict rule's choice wins.
         assert_eq!(written(&["t1", "t90"]), [1]);
