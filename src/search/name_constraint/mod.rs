@@ -64,6 +64,8 @@ pub struct SchemaVocabulary {
     /// The tables two keys at most from each table (declared or implied
     /// keys, `repair::key_links`), the table itself left out.
     reach: HashMap<String, HashSet<String>>,
+    /// Whether a table's or column's name holds a letter beyond ASCII.
+    names_beyond_ascii: bool,
     /// Every part of a table's or column's name, lowercased, up to
     /// [`MAX_FRAGMENT_CHARS`] long: the tokens worth trying when none of
     /// the likeliest is allowed. Made the first time that happens.
@@ -120,10 +122,12 @@ impl SchemaVocabulary {
                 (table.to_lowercase(), columns)
             })
             .collect();
-        let columns = tables.values().flatten().cloned().collect();
+        let columns: HashSet<String> = tables.values().flatten().cloned().collect();
+        let names_beyond_ascii = tables.keys().chain(&columns).any(|n| !n.is_ascii());
         SchemaVocabulary {
             tables,
             columns,
+            names_beyond_ascii,
             table_starts: HashMap::new(),
             declared_functions: false,
             reach: HashMap::new(),
@@ -334,7 +338,7 @@ impl TextChecker for NameChecker {
     /// any word (a literal, a new alias) takes such a letter: elsewhere a
     /// first byte is a way around the rule, not the start of a name.
     fn allows_unfinished_letter(&self) -> bool {
-        self.names.has_names_beyond_ascii() || self.allows(ANY_LETTER)
+        self.names.names_beyond_ascii || self.allows(ANY_LETTER)
     }
 }
 
@@ -386,14 +390,6 @@ enum Slot<'a> {
 }
 
 impl SchemaVocabulary {
-    /// Whether a table's or column's name holds a letter beyond ASCII.
-    fn has_names_beyond_ascii(&self) -> bool {
-        self.tables
-            .keys()
-            .chain(&self.columns)
-            .any(|name| !name.is_ascii())
-    }
-
     /// Whether the words of `query` that end at or after `new_from` are
     /// names it may hold; with `open`, the last word may still grow; with
     /// `closes_now`, the query ends here, so its FROM must bind what it
