@@ -16,6 +16,9 @@ use std::sync::Arc;
 /// L: corrections tried after the chosen query, by default.
 pub const DEFAULT_FEEDBACK_ROUNDS: usize = 3;
 
+/// Columns named as storing an unmatched value at most.
+const MAX_PLACES: usize = 3;
+
 /// Whether an outcome answers: it ran and some row holds a value.
 pub(crate) fn has_value(outcome: &QueryOutcome) -> bool {
     outcome.as_ref().is_ok_and(|r| r.digest.has_non_null())
@@ -89,7 +92,8 @@ impl Engine {
     }
 
     /// What execution said of `sql`, as the next user turn: its error, or
-    /// that it found no value, with the compared values no row holds.
+    /// that it found no value, with the compared values no row holds and
+    /// where the database stores them (else what their columns hold).
     fn feedback(&self, sql: &str, outcome: &QueryOutcome) -> String {
         if let Err(error) = outcome {
             return FEEDBACK_ERROR.render(&[("error", &error.to_string())]);
@@ -102,16 +106,50 @@ impl Engine {
         let values: Vec<String> = unmatched
             .iter()
             .map(|u| {
+                let instead = match self.places_holding(&u.written).as_deref() {
+                    Some(places) => format!("it is stored in {places}"),
+                    None => format!("its most common values: {}", u.held.join(", ")),
+                };
                 format!(
-                    "- {} = {} (no row of {} has it; its most common values: {})",
+                    "- {} = {} (no row of {} has it; {instead})",
                     u.column,
                     quote_literal(&u.written),
-                    u.table,
-                    u.held.join(", ")
+                    u.table
                 )
             })
             .collect();
         let listed = FEEDBACK_UNMATCHED.render(&[("values", &values.join("\n"))]);
         format!("{empty}\n{listed}")
+    }
+
+    /// Where the database stores `written` apart from case (`artists.name`,
+    /// or `artists.name as 'QUEEN'` for another spelling), when a few
+    /// columns do: a model that compared the wrong table's column is shown
+    /// the one to join rather than values of the column it chose, which it
+    /// would copy. None when no column, or too many to point anywhere (a
+    /// flag like 'Y'), holds it, or the value index cannot be read.
+    fn places_holding(&self, written: &str) -> Option<String> {
+        let index = self.value_index().ok()?;
+        let mut places: Vec<String> = Vec::new();
+        let mut seen: Vec<(&str, &str)> = Vec::new();
+        for entry in index.holders_of(written) {
+            let column = (entry.table.as_str(), entry.column.as_str());
+            if seen.contains(&column) {
+                continue;
+            }
+            seen.push(column);
+            let stored = entry.value.as_deref().unwrap_or_default();
+            places.push(if stored == written {
+                format!("{}.{}", entry.table, entry.column)
+            } else {
+                format!(
+                    "{}.{} as {}",
+                    entry.table,
+                    entry.column,
+                    quote_literal(stored)
+                )
+            });
+        }
+        (!places.is_empty() && places.len() <= MAX_PLACES).then(|| places.join(", "))
     }
 }

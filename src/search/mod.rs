@@ -1164,6 +1164,42 @@ SELECT Name FROM singer WHERE Country = 'Atlantis'
         );
     }
 
+    #[test]
+    fn feedback_names_the_column_that_stores_a_value_the_queried_one_lacks() {
+        let index = tempfile::tempdir().unwrap();
+        let feedback_on = |query: &str| {
+            let reply = format!("```sql\n{query}\n```");
+            let model = Arc::new(ScriptedModel::new(vec![reply.as_str(), reply.as_str()]));
+            let config = SearchConfig {
+                method: Method::Greedy,
+                name_constraint: false,
+                mentioned_values: false,
+                iesr: IesrConfig {
+                    index_dir: index.path().to_path_buf(),
+                    ..IesrConfig::default()
+                },
+                ..SearchConfig::default()
+            };
+            let answer = Engine::new(model, &concert_singer(), config)
+                .unwrap()
+                .answer("Which singers sang at the Raith Rovers stadium?", None)
+                .unwrap();
+            answer.trace.calls[1].prompt[3].content.clone()
+        };
+        let feedback = feedback_on("SELECT Name FROM singer WHERE Country = 'Raith Rovers'");
+        assert!(
+            feedback.contains("- Country = 'Raith Rovers' (no row of singer has it; it is stored in stadium.Location)"),
+            "{feedback}"
+        );
+        let feedback = feedback_on("SELECT Name FROM singer WHERE Country = 'raith rovers'");
+        assert!(
+            feedback.contains(
+                "(no row of singer has it; it is stored in stadium.Location as 'Raith Rovers')"
+            ),
+            "{feedback}"
+        );
+    }
+
     const NOBODY: &str = "```sql
 SELECT Name FROM singer WHERE Age > 1000
 ```";

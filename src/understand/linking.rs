@@ -95,6 +95,23 @@ impl ValueIndex {
         self.entries.is_empty()
     }
 
+    /// The stored values that are `text` apart from case, each with the
+    /// column holding it: the spelling as written first.
+    pub fn holders_of(&self, text: &str) -> Vec<&Entry> {
+        let folded = text.to_lowercase();
+        let mut found: Vec<&Entry> = self
+            .entries
+            .iter()
+            .filter(|e| {
+                e.value
+                    .as_deref()
+                    .is_some_and(|v| v.to_lowercase() == folded)
+            })
+            .collect();
+        found.sort_by_key(|e| e.value.as_deref() != Some(text));
+        found
+    }
+
     /// Entries whose text is similar to a phrase of `text` (word spans of
     /// one to six words, stop words alone skipped), best first, at most
     /// one match per column and value.
@@ -299,6 +316,28 @@ mod tests {
             entry("singer", "Name", Some("Joe Sharp")),
             entry("stadium", "Location", Some("Raith Rovers")),
         ])
+    }
+
+    #[test]
+    fn holders_of_a_text_are_its_stored_values_apart_from_case() {
+        let index = index();
+        let holders = |text: &str| -> Vec<(String, String, String)> {
+            index
+                .holders_of(text)
+                .into_iter()
+                .map(|e| (e.table.clone(), e.column.clone(), e.value.clone().unwrap()))
+                .collect()
+        };
+        let joe = (
+            "singer".to_string(),
+            "Name".to_string(),
+            "Joe Sharp".to_string(),
+        );
+        assert_eq!(holders("joe sharp"), vec![joe.clone()]);
+        assert_eq!(holders("Joe Sharp"), vec![joe]);
+        // Column names are not values, and a part of a value is not it.
+        assert!(holders("Country").is_empty());
+        assert!(holders("Joe").is_empty());
     }
 
     #[test]

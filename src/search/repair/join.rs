@@ -275,6 +275,55 @@ impl SchemaNames {
         }
     }
 
+    /// Whether some route of at most two keys leads from `holder` to `table`.
+    pub(super) fn within_two_keys(&self, table: &str, holder: &str) -> bool {
+        !self
+            .routes(&[holder], &|t: &str| t.eq_ignore_ascii_case(table))
+            .is_empty()
+    }
+
+    /// The key column of `table`, and the keys of the `holder` rows that
+    /// `condition` picks, read along the one route of keys from `holder` to
+    /// `table` (one key, else two): for tracks and artists, `album_id` and
+    /// `(SELECT album_id FROM albums WHERE artist_id IN (SELECT artist_id
+    /// FROM artists WHERE name = 'Queen'))`. None when no route, or more
+    /// than one, leads there.
+    pub(super) fn keys_along_route(
+        &self,
+        table: &str,
+        holder: &str,
+        condition: &str,
+    ) -> Option<(String, String)> {
+        let routes = self.routes(&[holder], &|t: &str| t.eq_ignore_ascii_case(table));
+        let [route] = routes.as_slice() else {
+            return None;
+        };
+        let holder_q = quote_identifier(holder);
+        let (near_column, keys) = match route.second {
+            None => {
+                let (near_column, holder_column) = key_columns(route.first, table);
+                let keys = format!(
+                    "(SELECT {} FROM {holder_q} WHERE {condition})",
+                    quote_identifier(holder_column)
+                );
+                (near_column, keys)
+            }
+            Some((middle, second)) => {
+                let (near_column, middle_in) = key_columns(route.first, table);
+                let (middle_out, holder_column) = key_columns(second, middle);
+                let keys = format!(
+                    "(SELECT {} FROM {} WHERE {} IN (SELECT {} FROM {holder_q} WHERE {condition}))",
+                    quote_identifier(middle_in),
+                    quote_identifier(middle),
+                    quote_identifier(middle_out),
+                    quote_identifier(holder_column)
+                );
+                (near_column, keys)
+            }
+        };
+        Some((quote_identifier(near_column), keys))
+    }
+
     /// The routes from each holder to a table `is_bound` accepts: the
     /// one-key routes, or when there are none, the two-key routes through
     /// a table it does not accept.

@@ -5,8 +5,9 @@
 //! stored value of that column is the written one apart from case or holds
 //! it as whole words. Tables read from documents often qualify their cells
 //! so; a small model copies the question's words. A value another column
-//! holds moves the comparison there, and a key compared with the name of
-//! the row it refers to looks that row up.
+//! holds moves the comparison there, a key compared with the name of the
+//! row it refers to looks that row up, and a value only a table within two
+//! keys holds picks the rows linked to the rows that hold it.
 
 use super::comparison::{comparisons, Comparison, Operator};
 use super::{kept_if_it_finds_a_value, SchemaNames};
@@ -39,6 +40,11 @@ impl SchemaNames {
                 texts[comparison.column] = other;
                 changed = true;
             } else if let Some(keys) = self.keys_of_row_named(executor, table, column, &written) {
+                texts[comparison.column + 1] = " IN ".to_string();
+                texts[comparison.literal] = keys;
+                changed = true;
+            } else if let Some((key, keys)) = self.keys_of_rows_holding(executor, table, &written) {
+                texts[comparison.column] = key;
                 texts[comparison.column + 1] = " IN ".to_string();
                 texts[comparison.literal] = keys;
                 changed = true;
@@ -116,6 +122,40 @@ impl SchemaNames {
             quote_identifier(&link.other),
             quote_literal(written)
         ))
+    }
+
+    /// For a comparison of a column of `table`, none of which holds
+    /// `written`, with that text: when one column of the tables within two
+    /// keys holds it as written, the key column of `table` and the keys of
+    /// the rows that hold it, along the route of keys there
+    /// ([`SchemaNames::keys_along_route`]). A model that puts an artist's
+    /// name in the track's own `name` meant the tracks of that artist.
+    /// Tables farther away are not probed: a scan of every column of a
+    /// large database would cost more than the mend is worth.
+    fn keys_of_rows_holding(
+        &self,
+        executor: &Executor,
+        table: &str,
+        written: &str,
+    ) -> Option<(String, String)> {
+        let mut found = None;
+        for (holder, columns) in &self.tables {
+            if holder.eq_ignore_ascii_case(table) || !self.within_two_keys(table, holder) {
+                continue;
+            }
+            let mut holding = columns
+                .iter()
+                .filter(|c| holds(executor, holder, c, written) == Some(true));
+            let Some(column) = holding.next() else {
+                continue;
+            };
+            if found.is_some() || holding.next().is_some() {
+                return None;
+            }
+            let condition = format!("{} = {}", quote_identifier(column), quote_literal(written));
+            found = Some(self.keys_along_route(table, holder, &condition)?);
+        }
+        found
     }
 
     /// The one table among the query's `bound` ones that has `column`.
@@ -284,6 +324,39 @@ mod tests {
         assert_eq!(result.rows, vec![vec![Value::Integer(2)]]);
         // Two columns of the row hold it: no single name, no change.
         let sql = "SELECT member FROM attendance WHERE link_to_event = 'Meeting'";
+        assert!(names.respell(&executor, sql).is_none());
+    }
+
+    #[test]
+    fn a_value_a_table_two_keys_away_holds_picks_the_rows_linked_to_it() {
+        let (_dir, executor, names) = crate::search::repair::database_from(
+            "CREATE TABLE artists (artist_id INTEGER PRIMARY KEY, name TEXT);
+             CREATE TABLE albums (album_id INTEGER PRIMARY KEY, title TEXT,
+                 artist_id INTEGER REFERENCES artists(artist_id));
+             CREATE TABLE tracks (track_id INTEGER PRIMARY KEY, name TEXT,
+                 album_id INTEGER REFERENCES albums(album_id));
+             INSERT INTO artists VALUES (1, 'Queen'), (2, 'U2');
+             INSERT INTO albums VALUES (10, 'Jazz', 1), (20, 'Boy', 2);
+             INSERT INTO tracks VALUES (100, 'Mustapha', 10), (200, 'I Will Follow', 20),
+               (300, 'Boy', 20);",
+        );
+        let sql = "SELECT T1.name FROM tracks AS T1 WHERE T1.name = 'Queen'";
+        let (fixed, result) = names.respell(&executor, sql).unwrap();
+        assert_eq!(
+            fixed,
+            "SELECT T1.name FROM tracks AS T1 WHERE T1.album_id IN (SELECT album_id FROM albums \
+             WHERE artist_id IN (SELECT artist_id FROM artists WHERE name = 'Queen'))"
+        );
+        assert_eq!(result.rows, vec![vec![Value::Text("Mustapha".into())]]);
+        // One key away: the album's rows.
+        let sql = "SELECT title FROM albums WHERE title = 'U2'";
+        assert_eq!(
+            names.respell(&executor, sql).unwrap().0,
+            "SELECT title FROM albums WHERE artist_id IN (SELECT artist_id FROM artists WHERE name = 'U2')"
+        );
+        // A text two tables hold ('Boy': an album and a track) names no
+        // single place.
+        let sql = "SELECT name FROM artists WHERE name = 'Boy'";
         assert!(names.respell(&executor, sql).is_none());
     }
 
