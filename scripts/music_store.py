@@ -85,6 +85,11 @@ for p_ in range(1,6):
     pool=[t for t in tracks if t[3] in (2,5)] if p_==3 else tracks
     for tr in random.sample(pool,min(len(pool),random.randint(8,20))): pt.add((p_,tr[0]))
 c.executemany('INSERT INTO playlist_tracks VALUES (?,?)',sorted(pt))
+# A bonus track, drawn after every other row, so that one album has the
+# most tracks (three tied before).
+nevermind = next(a for (a, t, _, _) in albums if t == 'Nevermind')
+c.execute('INSERT INTO tracks VALUES (?,?,?,?,?,?,?)',
+          (tid, 'Endless, Nameless', nevermind, 7, 'Kurt Cobain', 402000, 0.99))
 c.commit()
 Q=[
 ("Who does Jane Peacock report to? Give the first and last name.","SELECT m.first_name, m.last_name FROM employees e JOIN employees m ON e.reports_to = m.employee_id WHERE e.first_name='Jane' AND e.last_name='Peacock'"),
