@@ -433,6 +433,14 @@ impl SchemaNames {
             .flat_map(|(_, columns)| columns.iter().map(String::as_str))
     }
 
+    /// Whether `text` is, apart from case, the name of one of the
+    /// database's tables or columns.
+    fn is_schema_name(&self, text: &str) -> bool {
+        self.tables.iter().any(|(table, columns)| {
+            table.eq_ignore_ascii_case(text) || columns.iter().any(|c| c.eq_ignore_ascii_case(text))
+        })
+    }
+
     /// Whether the database's `table` has `column`.
     fn has_column(&self, table: &str, column: &str) -> bool {
         self.columns_of(table)
@@ -531,7 +539,11 @@ impl SchemaNames {
                 .bridge_keys(executor, sql)
                 .or_else(|| self.rejoin(executor, sql))
                 .or_else(|| self.respell(executor, sql))
-                .or_else(|| unasked::drop_unasked_filter(executor, sql, asked)),
+                .or_else(|| {
+                    unasked::drop_unasked_filter(executor, sql, asked, |text| {
+                        self.is_schema_name(text)
+                    })
+                }),
             Ok(_) => self.bridge_keys(executor, sql),
         }
     }

@@ -4,7 +4,10 @@
 //! it saw among a column's examples, or on one it made up. One such
 //! condition among the WHERE clause's AND-ed ones is dropped, the first
 //! whose dropping lets the query find a value. A text the question (or
-//! its hint) holds, apart from case and LIKE's `%`, stays.
+//! its hint) holds, apart from case and LIKE's `%`, stays, unless it is
+//! the name of one of the database's tables or columns: there the
+//! question's word names that table (`type = 'Budget'` in a query for
+//! "the highest budget amount", over a `budget` table).
 
 use super::super::sql_text::{is_gap, is_word_piece, pieces, unquote, Piece, CLAUSES_AFTER_FROM};
 use super::comparison::comparisons;
@@ -15,15 +18,17 @@ use std::sync::Arc;
 
 /// `sql`, which found no value, without the first AND-ed condition of a
 /// WHERE clause that compares a column with a text `asked` does not
-/// mention and whose dropping makes it find a value, and its result.
+/// mention (or mentions as the name `is_schema_name` says it is) and whose
+/// dropping makes it find a value, and its result.
 pub(super) fn drop_unasked_filter(
     executor: &Executor,
     sql: &str,
     asked: &str,
+    is_schema_name: impl Fn(&str) -> bool,
 ) -> Option<(String, Arc<QueryResult>)> {
     let pieces = pieces(sql);
     let asked = asked.to_lowercase();
-    unasked_conditions(&pieces, &asked)
+    unasked_conditions(&pieces, &asked, is_schema_name)
         .into_iter()
         .find_map(|dropped| {
             let text: String = pieces
@@ -46,13 +51,18 @@ fn is_word(piece: Option<&Piece<'_>>, word: &str) -> bool {
 
 /// The pieces to leave out for each condition `[q.]column = 'text'` or
 /// `[q.]column LIKE 'text'` that is one of a WHERE clause's AND-ed
-/// conditions and whose text `asked` (lower case) does not hold.
-fn unasked_conditions(pieces: &[Piece<'_>], asked: &str) -> Vec<Range<usize>> {
+/// conditions and whose text `asked` (lower case) does not hold, or holds
+/// as a table's or column's name.
+fn unasked_conditions(
+    pieces: &[Piece<'_>],
+    asked: &str,
+    is_schema_name: impl Fn(&str) -> bool,
+) -> Vec<Range<usize>> {
     let mut ranges = Vec::new();
     for comparison in comparisons(pieces) {
         let at = comparison.literal;
         let text = unquote(pieces[at].text()).trim_matches('%').to_lowercase();
-        if text.trim().is_empty() || asked.contains(&text) {
+        if text.trim().is_empty() || (asked.contains(&text) && !is_schema_name(&text)) {
             continue;
         }
         let start = comparison.start();
@@ -107,7 +117,8 @@ mod tests {
 
     fn dropped(sql: &str, asked: &str) -> Option<String> {
         let (_dir, executor) = budget();
-        drop_unasked_filter(&executor, sql, asked).map(|(fixed, _)| fixed)
+        let is_schema_name = |text: &str| ["budget", "category", "amount"].contains(&text);
+        drop_unasked_filter(&executor, sql, asked, is_schema_name).map(|(fixed, _)| fixed)
     }
 
     #[test]
@@ -136,6 +147,18 @@ mod tests {
     }
 
     #[test]
+    fn a_text_the_question_holds_as_a_tables_name_is_no_value_it_asks_for() {
+        assert_eq!(
+            dropped(
+                "SELECT amount FROM budget WHERE category = 'Budget'",
+                "What is the highest budget amount?"
+            )
+            .as_deref(),
+            Some("SELECT amount FROM budget")
+        );
+    }
+
+    #[test]
     fn mentioned_texts_alternatives_and_filters_that_leave_nothing_stay() {
         let asked = "What did the April Meeting spend on parking?";
         // Both texts are in the question (apart from case).
@@ -148,8 +171,8 @@ mod tests {
         );
         assert_eq!(
             dropped(
-                "SELECT amount FROM budget WHERE category = 'Budget'",
-                "the budget?"
+                "SELECT amount FROM budget WHERE category = 'Travel'",
+                "the travel budget?"
             ),
             None
         );
