@@ -338,6 +338,19 @@ mod tests {
         // Column names are not values, and a part of a value is not it.
         assert!(holders("Country").is_empty());
         assert!(holders("Joe").is_empty());
+        // The spelling as written comes first, wherever it is stored.
+        let spelt = |value: &str| Entry {
+            table: "band".into(),
+            column: value.to_lowercase(),
+            value: Some(value.into()),
+        };
+        let index = ValueIndex::from_entries(vec![spelt("QUEEN"), spelt("Queen")]);
+        let values: Vec<_> = index
+            .holders_of("Queen")
+            .into_iter()
+            .filter_map(|e| e.value.as_deref())
+            .collect();
+        assert_eq!(values, ["Queen", "QUEEN"]);
     }
 
     #[test]
