@@ -138,17 +138,12 @@ impl Engine {
                 continue;
             }
             seen.push(column);
+            let mut place = format!("{}.{}", entry.table, entry.column);
             let stored = entry.value.as_deref().unwrap_or_default();
-            places.push(if stored == written {
-                format!("{}.{}", entry.table, entry.column)
-            } else {
-                format!(
-                    "{}.{} as {}",
-                    entry.table,
-                    entry.column,
-                    quote_literal(stored)
-                )
-            });
+            if stored != written {
+                place += &format!(" as {}", quote_literal(stored));
+            }
+            places.push(place);
         }
         (!places.is_empty() && places.len() <= MAX_PLACES).then(|| places.join(", "))
     }
