@@ -4,7 +4,10 @@
 
 use crate::db::schema::Column;
 use crate::db::Schema;
-use sqlparser::ast::{Expr, Ident, OrderByKind, Query, Statement, VisitMut, VisitorMut};
+use sqlparser::ast::{
+    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, OrderByKind, Query,
+    Statement, VisitMut, VisitorMut,
+};
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 use std::collections::HashMap;
@@ -103,6 +106,28 @@ pub(super) fn column_named(expr: &Expr) -> Option<&Ident> {
     match expr {
         Expr::Identifier(ident) => Some(ident),
         Expr::CompoundIdentifier(parts) => parts.last(),
+        _ => None,
+    }
+}
+
+/// Where a call of one of SQLite's date functions takes its time value
+/// (`strftime`'s second argument, the others' first); None for any other
+/// function.
+pub(super) fn time_value_position(function: &Function) -> Option<usize> {
+    match function.name.to_string().to_lowercase().as_str() {
+        "strftime" => Some(1),
+        "date" | "time" | "datetime" | "julianday" | "unixepoch" => Some(0),
+        _ => None,
+    }
+}
+
+/// A call's argument at `position`, when it is a plain expression.
+pub(super) fn argument_mut(function: &mut Function, position: usize) -> Option<&mut Expr> {
+    let FunctionArguments::List(list) = &mut function.args else {
+        return None;
+    };
+    match list.args.get_mut(position)? {
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Some(expr),
         _ => None,
     }
 }

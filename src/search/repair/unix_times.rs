@@ -7,7 +7,9 @@
 //! where SQLite requires it, and a column of milliseconds is divided by
 //! 1000 first.
 
-use super::rewrite::{column_named, columns_of_a_kind, parse_expr, rewrite_query};
+use super::rewrite::{
+    column_named, columns_of_a_kind, parse_expr, rewrite_query, time_value_position,
+};
 use crate::db::Schema;
 use crate::search::dates::{unix_time_unit, UnixUnit};
 use sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, FunctionArguments, VisitorMut};
@@ -56,11 +58,8 @@ impl VisitorMut for Reader<'_> {
         let Expr::Function(function) = expr else {
             return ControlFlow::Continue(());
         };
-        // Where each function takes its time value.
-        let at = match function.name.to_string().to_lowercase().as_str() {
-            "strftime" => 1,
-            "date" | "time" | "datetime" | "julianday" | "unixepoch" => 0,
-            _ => return ControlFlow::Continue(()),
+        let Some(at) = time_value_position(function) else {
+            return ControlFlow::Continue(());
         };
         let FunctionArguments::List(list) = &mut function.args else {
             return ControlFlow::Continue(());

@@ -1,11 +1,16 @@
 //! Dates written as people write them (`03/15/2021`) ordered or compared
 //! as text: as text they sort by month (or day) before the year, so
 //! `ORDER BY order_date DESC` puts December of any year first and
-//! `order_date > '2023-06-30'` compares a month with a year. Where a
-//! column's form is known, such an ordering or a comparison with an ISO
-//! date reads the column as `YYYY-MM-DD` instead.
+//! `order_date > '2023-06-30'` compares a month with a year, and SQLite's
+//! date functions read none of them (`strftime('%m', order_date)` is
+//! NULL). Where a column's form is known, such an ordering, a comparison
+//! with an ISO date or a date function's time value reads the column as
+//! `YYYY-MM-DD` instead.
 
-use super::rewrite::{column_named, columns_of_a_kind, parse_expr, reread_query, Rereading};
+use super::rewrite::{
+    argument_mut, column_named, columns_of_a_kind, parse_expr, reread_query, time_value_position,
+    Rereading,
+};
 use crate::db::Schema;
 use crate::search::dates::written::{written_form, WrittenForm};
 use sqlparser::ast::{BinaryOperator, Expr};
@@ -24,9 +29,9 @@ impl WrittenDates {
     }
 }
 
-/// `sql` with every ordering by a column of written dates, and every
-/// comparison of one with an ISO date, reading it as `YYYY-MM-DD`; None
-/// when it has none.
+/// `sql` with every ordering by a column of written dates, every
+/// comparison of one with an ISO date and every date function reading
+/// one, reading it as `YYYY-MM-DD`; None when it has none.
 pub(super) fn in_date_order(sql: &str, dates: &WrittenDates) -> Option<String> {
     if dates.0.is_empty() {
         return None;
@@ -41,7 +46,8 @@ impl Rereading for WrittenDates {
         Some(Expr::Nested(Box::new(iso)))
     }
 
-    /// The side of a comparison with an ISO date that is not the date.
+    /// The side of a comparison with an ISO date that is not the date, and
+    /// the time value of a date function.
     fn ordered_operands<'e>(&self, expr: &'e mut Expr) -> Vec<&'e mut Expr> {
         match expr {
             Expr::BinaryOp { left, op, right } if is_comparison(op) => {
@@ -56,6 +62,11 @@ impl Rereading for WrittenDates {
             Expr::Between {
                 expr, low, high, ..
             } if is_iso_date(low) && is_iso_date(high) => vec![expr],
+            // A date function reads no written date: it gives NULL.
+            Expr::Function(function) => time_value_position(function)
+                .and_then(|at| argument_mut(function, at))
+                .into_iter()
+                .collect(),
             _ => Vec::new(),
         }
     }
@@ -138,12 +149,37 @@ mod tests {
     }
 
     #[test]
+    fn a_date_function_reads_the_date() {
+        assert_eq!(
+            in_date_order(
+                "SELECT AVG(units) FROM orders WHERE strftime('%m', orders.order_date) = '12'",
+                &dates()
+            ),
+            Some(format!(
+                "SELECT AVG(units) FROM orders WHERE strftime('%m', {}) = '12'",
+                ISO.replace("order_date", "orders.order_date")
+            ))
+        );
+        assert_eq!(
+            in_date_order(
+                "SELECT julianday('2024-01-01') - julianday(order_date) FROM orders",
+                &dates()
+            ),
+            Some(format!(
+                "SELECT julianday('2024-01-01') - julianday({ISO}) FROM orders"
+            ))
+        );
+    }
+
+    #[test]
     fn other_uses_and_columns_are_left() {
         for sql in [
             "SELECT customer FROM orders WHERE order_date = '03/15/2021'",
             "SELECT customer FROM orders ORDER BY due DESC",
             "SELECT customer FROM orders ORDER BY customer",
             "SELECT order_date FROM orders WHERE substr(order_date, 7, 4) = '2021'",
+            "SELECT strftime('%m', due) FROM orders",
+            "SELECT strftime(order_date, '2021-01-01') FROM orders",
         ] {
             assert_eq!(in_date_order(sql, &dates()), None, "{sql}");
         }
