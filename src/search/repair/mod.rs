@@ -29,12 +29,15 @@
 //! such a query compares with that no row holds are named for the model's
 //! correction, with the values their columns hold (`unmatched`). A Unix
 //! time handed to a date function bare is read with 'unixepoch'
-//! (`unix_times`), and a date written `MM/DD/YYYY` that a query orders or
-//! compares with an ISO date is read as one (`written_dates`).
+//! (`unix_times`), a date written `MM/DD/YYYY` that a query orders,
+//! compares with an ISO date or hands to a date function is read as one
+//! (`written_dates`), and one value required to equal two dates is
+//! required to lie between them (`date_range`).
 
 mod bridge;
 mod comparison;
 mod cut;
+mod date_range;
 mod grouping;
 mod join;
 mod looped;
@@ -112,6 +115,9 @@ pub fn asked(question: &str, hint: Option<&str>) -> String {
         None => question.to_string(),
     }
 }
+
+/// A rewrite of a query's text; None when it changes nothing.
+type QueryRewrite<'a> = dyn Fn(&str) -> Option<String> + 'a;
 
 /// The table and column names of a database, and its foreign keys.
 #[derive(Debug, Clone, Default)]
@@ -466,8 +472,9 @@ impl SchemaNames {
     }
 
     /// `sql`, which ran to `outcome`, mended when that outcome falls short:
-    /// a Unix time handed to a date function bare, or a written date
-    /// ordered as text, read as a time (`times_read_as_times`), and then a
+    /// a Unix time handed to a date function bare, a written date
+    /// ordered as text, or a value equated with two dates, read as a time
+    /// (`times_read_as_times`), and then a
     /// failed query fixed until it runs (`fix_until_it_runs`, `cut` as
     /// there); one that equates keys past the table linking them (as
     /// written or as fixed) routed through it (`bridge_keys`); else, if it
@@ -548,12 +555,18 @@ impl SchemaNames {
         }
     }
 
-    /// `sql` with its Unix times and written dates read as times
+    /// `sql` with two dates one value must equal made a range
+    /// (`date_range`), and its Unix times and written dates read as times
     /// (`unix_times`, `written_dates`); None when it reads none wrongly.
     fn times_read_as_times(&self, sql: &str) -> Option<String> {
-        let unix = unix_times::read_as_unix_times(sql, &self.unix_times);
-        let text = unix.as_deref().unwrap_or(sql);
-        written_dates::in_date_order(text, &self.written_dates).or(unix)
+        let rewrites: [&QueryRewrite; 3] = [
+            &date_range::as_ranges,
+            &|text| unix_times::read_as_unix_times(text, &self.unix_times),
+            &|text| written_dates::in_date_order(text, &self.written_dates),
+        ];
+        rewrites.iter().fold(None, |changed, rewrite| {
+            rewrite(changed.as_deref().unwrap_or(sql)).or(changed)
+        })
     }
 
     /// `sql`, which failed with `error`, fixed until it runs (a chain of at

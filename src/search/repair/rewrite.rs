@@ -110,6 +110,22 @@ pub(super) fn column_named(expr: &Expr) -> Option<&Ident> {
     }
 }
 
+/// Whether `expr` is a text literal that starts as an ISO date.
+pub(super) fn is_iso_date(expr: &Expr) -> bool {
+    let text = expr.to_string();
+    let bytes = text.as_bytes();
+    let digits = |range: std::ops::Range<usize>| {
+        bytes
+            .get(range)
+            .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+    };
+    matches!(expr, Expr::Value(_))
+        && bytes.first() == Some(&b'\'')
+        && digits(1..5)
+        && bytes.get(5) == Some(&b'-')
+        && digits(6..8)
+}
+
 /// Where a call of one of SQLite's date functions takes its time value
 /// (`strftime`'s second argument, the others' first); None for any other
 /// function.

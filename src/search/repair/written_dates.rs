@@ -8,8 +8,8 @@
 //! `YYYY-MM-DD` instead.
 
 use super::rewrite::{
-    argument_mut, column_named, columns_of_a_kind, parse_expr, reread_query, time_value_position,
-    Rereading,
+    argument_mut, column_named, columns_of_a_kind, is_iso_date, parse_expr, reread_query,
+    time_value_position, Rereading,
 };
 use crate::db::Schema;
 use crate::search::dates::written::{written_form, WrittenForm};
@@ -75,22 +75,6 @@ impl Rereading for WrittenDates {
 fn is_comparison(op: &BinaryOperator) -> bool {
     use BinaryOperator::*;
     matches!(op, Gt | GtEq | Lt | LtEq | Eq | NotEq)
-}
-
-/// Whether `expr` is a text literal that starts as an ISO date.
-fn is_iso_date(expr: &Expr) -> bool {
-    let text = expr.to_string();
-    let bytes = text.as_bytes();
-    let digits = |range: std::ops::Range<usize>| {
-        bytes
-            .get(range)
-            .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
-    };
-    matches!(expr, Expr::Value(_))
-        && bytes.first() == Some(&b'\'')
-        && digits(1..5)
-        && bytes.get(5) == Some(&b'-')
-        && digits(6..8)
 }
 
 #[cfg(test)]
