@@ -6,6 +6,7 @@
 pub mod cells;
 pub mod graph;
 mod graph_tables;
+mod links;
 mod names;
 mod read;
 mod sqlite_file;
@@ -24,7 +25,7 @@ use store::StoredTable;
 
 /// Bumped whenever the tables written for the same files would differ, so
 /// that older cached databases are not reused.
-const FORMAT: &str = "iesr-tables-3";
+const FORMAT: &str = "iesr-tables-4";
 
 /// The cached SQLite database holding one table per file, built on first
 /// use.
@@ -96,8 +97,8 @@ fn refuse_existing(out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Every file read and named: a table is named after its file, made a
-/// unique SQL identifier.
+/// Every file read and named (a table is named after its file, made a
+/// unique SQL identifier), with the keys that link the files.
 fn read_all(files: &[PathBuf]) -> Result<Vec<StoredTable>> {
     if files.is_empty() {
         return Err(Error::InvalidArgument(
@@ -105,14 +106,19 @@ fn read_all(files: &[PathBuf]) -> Result<Vec<StoredTable>> {
         ));
     }
     let mut names = NameSet::default();
-    files
+    let mut tables = files
         .iter()
         .map(|path| {
             let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
             let name = names.take(identifier(stem, "table"));
             Ok(StoredTable::new(name, read_table(path)?))
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    let references = links::references(&tables);
+    for (table, references) in tables.iter_mut().zip(references) {
+        table.references = references;
+    }
+    Ok(tables)
 }
 
 /// A hash of the files' names and contents and of the format of what is

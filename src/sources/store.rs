@@ -3,6 +3,7 @@
 //! where the text holds figures or dates, and the row's place in the file.
 
 use super::cells::{column_kind, parse_date, parse_number, ColumnKind};
+use super::links::Reference;
 use super::names::NameSet;
 use super::read::RawTable;
 use super::sqlite_file::{self, Overwrite};
@@ -42,6 +43,8 @@ enum Fill {
 pub struct StoredTable {
     pub name: String,
     pub columns: Vec<StoredColumn>,
+    /// Its columns that hold another table's key, declared as foreign keys.
+    pub references: Vec<Reference>,
     raw: RawTable,
 }
 
@@ -88,7 +91,31 @@ impl StoredTable {
                 });
             }
         }
-        StoredTable { name, columns, raw }
+        StoredTable {
+            name,
+            columns,
+            references: Vec::new(),
+            raw,
+        }
+    }
+
+    /// The cells of a column as written in the file, None for empty ones;
+    /// None for a column not written as such (the row index, a number or
+    /// date read from text, a column of fractions).
+    pub(super) fn file_cells(&self, column: usize) -> Option<impl Iterator<Item = Option<&str>>> {
+        let column = &self.columns[column];
+        let source = column.source?;
+        matches!(column.fill, Fill::Text | Fill::Integer).then(|| {
+            self.raw
+                .rows
+                .iter()
+                .map(move |row| row[source].as_deref().map(str::trim))
+        })
+    }
+
+    /// Whether a column holds whole numbers only.
+    pub(super) fn holds_integers(&self, column: usize) -> bool {
+        self.columns[column].fill == Fill::Integer
     }
 
     fn create_statement(&self) -> String {
@@ -104,7 +131,14 @@ impl StoredTable {
                 format!("{} {}{key}", c.name, c.sql_type)
             })
             .collect();
-        format!("CREATE TABLE {} ({})", self.name, columns.join(", "))
+        let references = self.references.iter().map(|r| {
+            format!(
+                "FOREIGN KEY ({}) REFERENCES {}({})",
+                r.column, r.table, r.key
+            )
+        });
+        let parts: Vec<String> = columns.into_iter().chain(references).collect();
+        format!("CREATE TABLE {} ({})", self.name, parts.join(", "))
     }
 
     fn row_values(&self, index: usize) -> Vec<Value> {
@@ -244,5 +278,28 @@ mod tests {
         assert_eq!((sum, total), (4, 2.5));
         let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(files.len(), 1, "no scratch file is left behind");
+    }
+
+    #[test]
+    fn a_reference_is_written_as_a_foreign_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.sqlite");
+        let units = StoredTable::new("units".into(), raw(&["code"], &[&["A"], &["B"]]));
+        let mut staff = StoredTable::new("staff".into(), raw(&["unit"], &[&["A"], &["B"]]));
+        staff.references = vec![Reference {
+            column: "unit".into(),
+            table: "units".into(),
+            key: "code".into(),
+        }];
+        write_new(&[units, staff], &path, Overwrite::Refuse).unwrap();
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let link: (String, String, String) = conn
+            .query_row(
+                "SELECT \"table\", \"from\", \"to\" FROM pragma_foreign_key_list('staff')",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!(link, ("units".into(), "unit".into(), "code".into()));
     }
 }

@@ -480,7 +480,9 @@ impl SchemaNames {
     /// written or as fixed) routed through it (`bridge_keys`); else, if it
     /// found no value, rejoined (`rejoin`), else
     /// respelled (`respell`), else rid of a filter on a text the question
-    /// and hint, `asked`, never mention (`unasked`). Last, numbers stored
+    /// and hint, `asked`, never mention (`unasked`); if it counted nothing,
+    /// a text compared where it is not stored moved to where it is
+    /// (`relocate_counted`). Last, numbers stored
     /// as text that the query (as mended) orders or compares are read as
     /// numbers where that changes its answer (`numbers_read_as_numbers`).
     /// None when it needs no mending or none works.
@@ -551,6 +553,9 @@ impl SchemaNames {
                         self.is_schema_name(text)
                     })
                 }),
+            Ok(result) if respell::counts_nothing(result) => self
+                .bridge_keys(executor, sql)
+                .or_else(|| self.relocate_counted(executor, sql)),
             Ok(_) => self.bridge_keys(executor, sql),
         }
     }

@@ -26,13 +26,46 @@ impl SchemaNames {
     /// None when no comparison changes or the changed query still finds no
     /// value.
     pub fn respell(&self, executor: &Executor, sql: &str) -> Option<(String, Arc<QueryResult>)> {
+        let changed = self.moved_or_respelled(executor, sql, true)?;
+        kept_if_it_finds_a_value(executor, changed)
+    }
+
+    /// `sql`, which counted nothing (`counts_nothing`), with each `column =
+    /// 'text'` whose column does not hold the text moved to where the
+    /// database stores it as written, as `respell` moves it, and its result;
+    /// None when none moves or the moved query still counts nothing. The
+    /// text is never respelled here: a count of a spelling the database
+    /// lacks can rightly be zero, but a text it stores elsewhere was looked
+    /// for in the wrong place ("How many employees work in Engineering?"
+    /// counting `employees.dept = 'Engineering'` where `dept` holds codes
+    /// and `departments.name` the name).
+    pub fn relocate_counted(
+        &self,
+        executor: &Executor,
+        sql: &str,
+    ) -> Option<(String, Arc<QueryResult>)> {
+        let moved = self.moved_or_respelled(executor, sql, false)?;
+        let result = executor.query(&moved).ok()?;
+        (!counts_nothing(&result)).then_some((moved, result))
+    }
+
+    /// `sql` with each `column = 'text'` whose column does not hold the
+    /// text changed by the first branch of `respell` that applies (the
+    /// stored spelling only when `respelling`); None when none changes.
+    fn moved_or_respelled(
+        &self,
+        executor: &Executor,
+        sql: &str,
+        respelling: bool,
+    ) -> Option<String> {
         let pieces = pieces(sql);
         let bound = table_aliases(sql);
         let mut texts: Vec<String> = pieces.iter().map(|p| p.text().to_string()).collect();
         let mut changed = false;
         for (comparison, table, written) in self.unheld_values(executor, &pieces, &bound) {
             let column = pieces[comparison.column].text();
-            if let Some(stored) = stored_spelling(executor, table, column, &written) {
+            let stored = || stored_spelling(executor, table, column, &written);
+            if let Some(stored) = respelling.then(stored).flatten() {
                 texts[comparison.literal] = quote_literal(&stored);
                 changed = true;
             } else if let Some(other) = self.other_column_holding(executor, table, column, &written)
@@ -50,10 +83,7 @@ impl SchemaNames {
                 changed = true;
             }
         }
-        if !changed {
-            return None;
-        }
-        kept_if_it_finds_a_value(executor, texts.concat())
+        changed.then(|| texts.concat())
     }
 
     /// Each `column = 'text'` among `pieces` whose column's table (of
@@ -168,6 +198,18 @@ impl SchemaNames {
         holders
             .all(|t| t.eq_ignore_ascii_case(first))
             .then_some(first)
+    }
+}
+
+/// Whether a result is one row of zero counts (NULLs aside).
+pub(super) fn counts_nothing(result: &QueryResult) -> bool {
+    match &result.rows[..] {
+        [row] => {
+            row.iter()
+                .all(|v| matches!(v, Value::Integer(0) | Value::Null))
+                && row.contains(&Value::Integer(0))
+        }
+        _ => false,
     }
 }
 
@@ -358,6 +400,32 @@ mod tests {
         // single place.
         let sql = "SELECT name FROM artists WHERE name = 'Boy'";
         assert!(names.respell(&executor, sql).is_none());
+    }
+
+    #[test]
+    fn a_count_of_zero_moves_a_text_stored_elsewhere_but_never_respells_it() {
+        let (_dir, executor, names) = crate::search::repair::database_from(
+            "CREATE TABLE departments (code TEXT PRIMARY KEY, name TEXT);
+             CREATE TABLE employees (full_name TEXT, dept TEXT REFERENCES departments(code));
+             INSERT INTO departments VALUES ('ENG', 'Engineering'), ('HR', 'Human Resources');
+             INSERT INTO employees VALUES ('Ann', 'ENG'), ('Bo', 'ENG'), ('Cy', 'HR');",
+        );
+        let sql = "SELECT COUNT(*) FROM employees WHERE dept = 'Engineering'";
+        let counted = executor.query(sql).unwrap();
+        assert!(counts_nothing(&counted));
+        let (moved, result) = names.relocate_counted(&executor, sql).unwrap();
+        assert_eq!(
+            moved,
+            "SELECT COUNT(*) FROM employees WHERE dept IN \
+             (SELECT code FROM departments WHERE name = 'Engineering')"
+        );
+        assert_eq!(result.rows, vec![vec![Value::Integer(2)]]);
+        // 'engineering' is a spelling no column stores: its count stays.
+        let sql = "SELECT COUNT(*) FROM employees WHERE dept = 'engineering'";
+        assert!(names.relocate_counted(&executor, sql).is_none());
+        // A count that finds rows is no count of nothing.
+        let sql = "SELECT COUNT(*) FROM employees WHERE dept = 'ENG'";
+        assert!(!counts_nothing(&executor.query(sql).unwrap()));
     }
 
     #[test]
