@@ -7,7 +7,8 @@
 //! so; a small model copies the question's words. A value another column
 //! holds moves the comparison there, a key compared with the name of the
 //! row it refers to looks that row up, and a value only a table within two
-//! keys holds picks the rows linked to the rows that hold it.
+//! keys holds picks the rows linked to the rows that hold it. A query that
+//! counts zero gets those moves, never a respelling.
 
 use super::comparison::{comparisons, Comparison, Operator};
 use super::{kept_if_it_finds_a_value, SchemaNames};

@@ -2,7 +2,7 @@
 //! again: the frame of the repairs that change a query's structure rather
 //! than its words.
 
-use crate::db::schema::Column;
+use crate::db::schema::{Column, Table};
 use crate::db::Schema;
 use sqlparser::ast::{
     Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, OrderByKind, Query,
@@ -148,16 +148,29 @@ pub(super) fn argument_mut(function: &mut Function, position: usize) -> Option<&
     }
 }
 
+/// The column `expr` names, to change; None for any other expression.
+pub(super) fn column_named_mut(expr: &mut Expr) -> Option<&mut Ident> {
+    match expr {
+        Expr::Identifier(ident) => Some(ident),
+        Expr::CompoundIdentifier(parts) => parts.last_mut(),
+        _ => None,
+    }
+}
+
 /// What `kind` says of the columns of `schema`, by lowercased name, where
 /// it says something and says the same of every column so named: a
 /// query's bare or aliased column could be any of them.
 pub(super) fn columns_of_a_kind<K: Copy + PartialEq>(
     schema: &Schema,
-    kind: impl Fn(&Column) -> Option<K>,
+    kind: impl Fn(&Table, &Column) -> Option<K>,
 ) -> HashMap<String, K> {
     let mut kinds: HashMap<String, Option<K>> = HashMap::new();
-    for column in schema.tables.iter().flat_map(|t| &t.columns) {
-        let this = kind(column);
+    for (table, column) in schema
+        .tables
+        .iter()
+        .flat_map(|t| t.columns.iter().map(move |c| (t, c)))
+    {
+        let this = kind(table, column);
         kinds
             .entry(column.name.to_lowercase())
             .and_modify(|seen| {

@@ -24,7 +24,7 @@ pub(super) struct NumbersAsText(HashSet<String>);
 impl NumbersAsText {
     pub(super) fn of(schema: &Schema) -> Self {
         NumbersAsText(
-            columns_of_a_kind(schema, |c| holds_numbers_as_text(c).then_some(()))
+            columns_of_a_kind(schema, |_, c| holds_numbers_as_text(c).then_some(()))
                 .into_keys()
                 .collect(),
         )

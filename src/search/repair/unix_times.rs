@@ -23,7 +23,9 @@ pub(super) struct UnixColumns(HashMap<String, UnixUnit>);
 
 impl UnixColumns {
     pub(super) fn of(schema: &Schema) -> Self {
-        UnixColumns(columns_of_a_kind(schema, unix_time_unit))
+        UnixColumns(columns_of_a_kind(schema, |_, column| {
+            unix_time_unit(column)
+        }))
     }
 
     fn unit_of(&self, expr: &Expr) -> Option<UnixUnit> {

@@ -8,25 +8,71 @@
 //! `YYYY-MM-DD` instead.
 
 use super::rewrite::{
-    argument_mut, column_named, columns_of_a_kind, is_iso_date, parse_expr, reread_query,
-    time_value_position, Rereading,
+    argument_mut, column_named, column_named_mut, columns_of_a_kind, is_iso_date, parse_expr,
+    reread_query, time_value_position, Rereading,
 };
-use crate::db::Schema;
+use crate::db::schema::{Column, Table};
+use crate::db::{Schema, Value};
 use crate::search::dates::written::{written_form, WrittenForm};
 use sqlparser::ast::{BinaryOperator, Expr};
 use std::collections::HashMap;
 
-/// The database's columns of written dates whose order of month and day
-/// is known, by lowercased name (`columns_of_a_kind`).
+/// The database's columns of written dates, by lowercased name
+/// (`columns_of_a_kind`), with how each is read as an ISO date.
 #[derive(Debug, Clone, Default)]
-pub(super) struct WrittenDates(HashMap<String, WrittenForm>);
+pub(super) struct WrittenDates(HashMap<String, Reading>);
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Reading {
+    /// Beside the column, `<column>_date` holds its dates in ISO form, as
+    /// `--table` stores a file's column of written dates (`11 Jun 2022`).
+    Companion,
+    /// Cut and joined from a form whose order of month and day is known.
+    Form(WrittenForm),
+}
 
 impl WrittenDates {
     pub(super) fn of(schema: &Schema) -> Self {
-        WrittenDates(columns_of_a_kind(schema, |column| {
-            written_form(&column.examples).filter(WrittenForm::order_known)
+        WrittenDates(columns_of_a_kind(schema, |table, column| {
+            if has_iso_companion(table, column) {
+                return Some(Reading::Companion);
+            }
+            written_form(&column.examples)
+                .filter(WrittenForm::order_known)
+                .map(Reading::Form)
         }))
     }
+}
+
+/// Whether `column` holds texts that are not ISO dates and its table a
+/// column `<column>_date` whose examples all are.
+fn has_iso_companion(table: &Table, column: &Column) -> bool {
+    let iso = |value: &Value| matches!(value, Value::Text(text) if is_iso_day(text));
+    let companion_name = format!("{}_date", column.name);
+    let texts_not_iso = !column.examples.is_empty()
+        && column
+            .examples
+            .iter()
+            .all(|v| matches!(v, Value::Text(_)) && !iso(v));
+    texts_not_iso
+        && table.columns.iter().any(|c| {
+            c.name.eq_ignore_ascii_case(&companion_name)
+                && !c.examples.is_empty()
+                && c.examples.iter().all(iso)
+        })
+}
+
+/// `YYYY-MM-DD`, nothing more.
+fn is_iso_day(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.len() == 10
+        && bytes.iter().enumerate().all(|(i, b)| {
+            if i == 4 || i == 7 {
+                *b == b'-'
+            } else {
+                b.is_ascii_digit()
+            }
+        })
 }
 
 /// `sql` with every ordering by a column of written dates, every
@@ -41,9 +87,18 @@ pub(super) fn in_date_order(sql: &str, dates: &WrittenDates) -> Option<String> {
 
 impl Rereading for WrittenDates {
     fn reread(&self, expr: &Expr) -> Option<Expr> {
-        let form = self.0.get(&column_named(expr)?.value.to_lowercase())?;
-        let iso = parse_expr(&form.iso(&expr.to_string())?)?;
-        Some(Expr::Nested(Box::new(iso)))
+        match self.0.get(&column_named(expr)?.value.to_lowercase())? {
+            Reading::Companion => {
+                let mut companion = expr.clone();
+                let name = column_named_mut(&mut companion)?;
+                name.value = format!("{}_date", name.value);
+                Some(companion)
+            }
+            Reading::Form(form) => {
+                let iso = parse_expr(&form.iso(&expr.to_string())?)?;
+                Some(Expr::Nested(Box::new(iso)))
+            }
+        }
     }
 
     /// The side of a comparison with an ISO date that is not the date, and
@@ -62,6 +117,8 @@ impl Rereading for WrittenDates {
             Expr::Between {
                 expr, low, high, ..
             } if is_iso_date(low) && is_iso_date(high) => vec![expr],
+            // A pattern that opens with a year (`'2020%'`, `'2020-03-%'`).
+            Expr::Like { expr, pattern, .. } if opens_with_a_year(pattern) => vec![expr],
             // A date function reads no written date: it gives NULL.
             Expr::Function(function) => time_value_position(function)
                 .and_then(|at| argument_mut(function, at))
@@ -75,6 +132,16 @@ impl Rereading for WrittenDates {
 fn is_comparison(op: &BinaryOperator) -> bool {
     use BinaryOperator::*;
     matches!(op, Gt | GtEq | Lt | LtEq | Eq | NotEq)
+}
+
+/// Whether `expr` is a text literal that opens with four digits.
+fn opens_with_a_year(expr: &Expr) -> bool {
+    let text = expr.to_string();
+    matches!(expr, Expr::Value(_))
+        && text.starts_with('\'')
+        && text
+            .get(1..5)
+            .is_some_and(|y| y.bytes().all(|b| b.is_ascii_digit()))
 }
 
 #[cfg(test)]
@@ -102,6 +169,9 @@ mod tests {
                     // Month and day cannot be told apart: left alone.
                     column("due", &["03/05/2021", "12/01/2022"]),
                     column("customer", &["Ann", "Bob"]),
+                    // A file's column of dates, stored beside its ISO form.
+                    column("hired", &["11 Jun 2022", "02 Sep 2012"]),
+                    column("hired_date", &["2022-06-11", "2012-09-02"]),
                 ],
                 foreign_keys: Vec::new(),
             }],
@@ -156,6 +226,35 @@ mod tests {
     }
 
     #[test]
+    fn a_column_with_an_iso_companion_is_read_from_it() {
+        assert_eq!(
+            in_date_order(
+                "SELECT COUNT(*) FROM orders AS T1 WHERE strftime('%Y', T1.hired) = '2020'",
+                &dates()
+            )
+            .as_deref(),
+            Some("SELECT COUNT(*) FROM orders AS T1 WHERE strftime('%Y', T1.hired_date) = '2020'")
+        );
+        assert_eq!(
+            in_date_order(
+                "SELECT customer FROM orders WHERE hired LIKE '2020%'",
+                &dates()
+            )
+            .as_deref(),
+            Some("SELECT customer FROM orders WHERE hired_date LIKE '2020%'")
+        );
+        assert_eq!(
+            in_date_order(
+                "SELECT customer FROM orders WHERE order_date LIKE '2021-03%'",
+                &dates()
+            ),
+            Some(format!(
+                "SELECT customer FROM orders WHERE {ISO} LIKE '2021-03%'"
+            ))
+        );
+    }
+
+    #[test]
     fn other_uses_and_columns_are_left() {
         for sql in [
             "SELECT customer FROM orders WHERE order_date = '03/15/2021'",
@@ -163,6 +262,8 @@ mod tests {
             "SELECT customer FROM orders ORDER BY customer",
             "SELECT order_date FROM orders WHERE substr(order_date, 7, 4) = '2021'",
             "SELECT strftime('%m', due) FROM orders",
+            "SELECT customer FROM orders WHERE hired LIKE '%Jun%'",
+            "SELECT hired FROM orders WHERE hired_date > '2020-01-01'",
             "SELECT strftime(order_date, '2021-01-01') FROM orders",
         ] {
             assert_eq!(in_date_order(sql, &dates()), None, "{sql}");
