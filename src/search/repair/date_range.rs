@@ -5,7 +5,7 @@
 //! days from the one date to the other, so such a pair becomes
 //! `order_date BETWEEN '2024-03-01' AND '2024-03-31'`.
 
-use super::rewrite::{is_iso_date, rewrite_query};
+use super::rewrite::{conjoin, conjuncts, is_and, is_iso_date, rewrite_query};
 use sqlparser::ast::{BinaryOperator, Expr, VisitorMut};
 use std::ops::ControlFlow;
 
@@ -39,47 +39,15 @@ impl VisitorMut for Widener {
         if !is_and(expr) {
             return ControlFlow::Continue(());
         }
-        let mut terms = Vec::new();
-        conjuncts(expr.clone(), &mut terms);
+        let mut terms = conjuncts(expr.clone());
         if widen_one_pair(&mut terms) {
             while widen_one_pair(&mut terms) {}
-            let mut terms = terms.into_iter();
-            let first = terms.next().expect("a conjunction has terms");
-            *expr = terms.fold(first, |left, right| Expr::BinaryOp {
-                left: Box::new(left),
-                op: BinaryOperator::And,
-                right: Box::new(right),
-            });
-            self.changed = true;
+            if let Some(widened) = conjoin(terms) {
+                *expr = widened;
+                self.changed = true;
+            }
         }
         ControlFlow::Continue(())
-    }
-}
-
-fn is_and(expr: &Expr) -> bool {
-    matches!(
-        expr,
-        Expr::BinaryOp {
-            op: BinaryOperator::And,
-            ..
-        }
-    )
-}
-
-/// The terms of a chain of ANDs, left to right (parentheses that hold
-/// another AND are part of the chain).
-fn conjuncts(expr: Expr, terms: &mut Vec<Expr>) {
-    match expr {
-        Expr::BinaryOp {
-            left,
-            op: BinaryOperator::And,
-            right,
-        } => {
-            conjuncts(*left, terms);
-            conjuncts(*right, terms);
-        }
-        Expr::Nested(inner) if is_and(&inner) => conjuncts(*inner, terms),
-        other => terms.push(other),
     }
 }
 

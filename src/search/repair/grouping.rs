@@ -8,10 +8,10 @@
 //! aggregates (refused as "HAVING clause on a non-aggregate query"), is a
 //! filter written in the wrong clause: it joins the WHERE.
 
-use super::rewrite::rewrite_query;
+use super::rewrite::{conjoin, conjuncts, rewrite_query};
 use sqlparser::ast::{
-    BinaryOperator, Expr, Function, FunctionArguments, GroupByExpr, OrderByKind, Query, Select,
-    SelectItem, SetExpr, Visit, Visitor, VisitorMut,
+    Expr, Function, FunctionArguments, GroupByExpr, OrderByKind, Query, Select, SelectItem,
+    SetExpr, Visit, Visitor, VisitorMut,
 };
 use std::ops::ControlFlow;
 
@@ -139,43 +139,6 @@ impl VisitorMut for Grouper {
         }
         ControlFlow::Continue(())
     }
-}
-
-/// The terms of a chain of ANDs, in order.
-fn conjuncts(expr: Expr) -> Vec<Expr> {
-    match expr {
-        Expr::BinaryOp {
-            left,
-            op: BinaryOperator::And,
-            right,
-        } => {
-            let mut terms = conjuncts(*left);
-            terms.extend(conjuncts(*right));
-            terms
-        }
-        other => vec![other],
-    }
-}
-
-/// The terms joined by AND, an OR among them in parentheses (the tree
-/// prints without any).
-fn conjoin(terms: Vec<Expr>) -> Option<Expr> {
-    let bracketed = |term: Expr| match term {
-        Expr::BinaryOp {
-            op: BinaryOperator::Or,
-            ..
-        } => Expr::Nested(Box::new(term)),
-        other => other,
-    };
-    let several = terms.len() > 1;
-    terms
-        .into_iter()
-        .map(|t| if several { bracketed(t) } else { t })
-        .reduce(|left, right| Expr::BinaryOp {
-            left: Box::new(left),
-            op: BinaryOperator::And,
-            right: Box::new(right),
-        })
 }
 
 /// Whether `expr` aggregates at its own level (not inside a subquery, and

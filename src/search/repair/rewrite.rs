@@ -5,8 +5,8 @@
 use crate::db::schema::{Column, Table};
 use crate::db::Schema;
 use sqlparser::ast::{
-    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, OrderByKind, Query,
-    Statement, VisitMut, VisitorMut,
+    BinaryOperator, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Ident,
+    OrderByKind, Query, Statement, VisitMut, VisitorMut,
 };
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
@@ -124,6 +124,56 @@ pub(super) fn is_iso_date(expr: &Expr) -> bool {
         && digits(1..5)
         && bytes.get(5) == Some(&b'-')
         && digits(6..8)
+}
+
+/// The terms of a chain of ANDs, in order (parentheses that hold another
+/// AND are part of the chain).
+pub(super) fn conjuncts(expr: Expr) -> Vec<Expr> {
+    match expr {
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            let mut terms = conjuncts(*left);
+            terms.extend(conjuncts(*right));
+            terms
+        }
+        Expr::Nested(inner) if is_and(&inner) => conjuncts(*inner),
+        other => vec![other],
+    }
+}
+
+/// Whether `expr` is an AND.
+pub(super) fn is_and(expr: &Expr) -> bool {
+    matches!(
+        expr,
+        Expr::BinaryOp {
+            op: BinaryOperator::And,
+            ..
+        }
+    )
+}
+
+/// The terms joined by AND, an OR among them in parentheses (the tree
+/// prints without any).
+pub(super) fn conjoin(terms: Vec<Expr>) -> Option<Expr> {
+    let bracketed = |term: Expr| match term {
+        Expr::BinaryOp {
+            op: BinaryOperator::Or,
+            ..
+        } => Expr::Nested(Box::new(term)),
+        other => other,
+    };
+    let several = terms.len() > 1;
+    terms
+        .into_iter()
+        .map(|t| if several { bracketed(t) } else { t })
+        .reduce(|left, right| Expr::BinaryOp {
+            left: Box::new(left),
+            op: BinaryOperator::And,
+            right: Box::new(right),
+        })
 }
 
 /// Where a call of one of SQLite's date functions takes its time value
