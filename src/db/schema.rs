@@ -223,6 +223,14 @@ pub fn quote_literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
 
+/// Lower case without underscores: `Gauge_ID` and `gaugeid` are one name.
+pub fn folded_name(name: &str) -> String {
+    name.chars()
+        .filter(|&c| c != '_')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
 /// `text` as an SQL name that needs no quotes, its letters' case kept:
 /// runs of other characters become one `_`; a name that would start with
 /// a digit gets `prefix_` before it, and a keyword `_` after it.

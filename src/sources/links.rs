@@ -4,6 +4,7 @@
 //! how the tables join, and the join and value repairs follow them.
 
 use super::store::StoredTable;
+use crate::db::schema::folded_name;
 use std::collections::HashSet;
 
 /// A column of one table that holds another table's key.
@@ -106,15 +107,9 @@ const MIN_SHARED_START: usize = 3;
 /// `key` (or `key`'s table) starts with the other, ignoring case and
 /// underscores (`dept` and `dept_code`, `customer_id` and `customers`).
 fn names_share_a_start(column: &str, key: &str, key_table: &str) -> bool {
-    let folded = |name: &str| -> String {
-        name.chars()
-            .filter(|&c| c != '_')
-            .flat_map(char::to_lowercase)
-            .collect()
-    };
-    let column = folded(column);
+    let column = folded_name(column);
     let stem = column.strip_suffix("id").unwrap_or(&column);
-    let others = [folded(key), folded(key_table)];
+    let others = [folded_name(key), folded_name(key_table)];
     [column.as_str(), stem].iter().any(|name| {
         others.iter().any(|other| {
             let (short, long) = if name.len() <= other.len() {

@@ -294,7 +294,8 @@ fn holds_dates(examples: &[Value]) -> bool {
         })
 }
 
-fn is_date_text(text: &str) -> bool {
+/// Whether `text` opens with a `YYYY-MM-DD` date, alone or before a time.
+pub(super) fn is_date_text(text: &str) -> bool {
     let bytes = text.as_bytes();
     let digits = |range: std::ops::Range<usize>| bytes[range].iter().all(u8::is_ascii_digit);
     bytes.len() >= 10

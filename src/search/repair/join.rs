@@ -7,7 +7,7 @@
 use super::super::sql_text::{add_join, name_in_query, qualify_bare, replace_qualified};
 use super::{SchemaNames, Scope};
 use crate::db::quote_identifier;
-use crate::db::schema::{Schema, Table};
+use crate::db::schema::{folded_name, Schema, Table};
 
 /// One foreign key: `table.column` refers to `other.other_column`.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,14 +64,6 @@ fn primary_key(table: &Table) -> Option<&str> {
     }
 }
 
-/// Lower case without underscores: `Gauge_ID` and `gaugeid` are one name.
-fn folded(name: &str) -> String {
-    name.chars()
-        .filter(|&c| c != '_')
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
 /// Shortest end of a table's name that an implied key may spell.
 const MIN_KEY_STEM: usize = 4;
 
@@ -86,14 +78,14 @@ fn implied_keys(schema: &Schema) -> Vec<KeyLink> {
         .filter_map(|t| Some((t, primary_key(t)?)))
         .collect();
     let names_key = |column: &str, (table, pk): &(&Table, &str)| {
-        let (column, pk) = (folded(column), folded(pk));
+        let (column, pk) = (folded_name(column), folded_name(pk));
         if pk != "id" {
             return column == pk;
         }
         let Some(stem) = column.strip_suffix("id") else {
             return false;
         };
-        let name = folded(&table.name);
+        let name = folded_name(&table.name);
         stem.len() >= MIN_KEY_STEM
             && (name.ends_with(stem) || name.strip_suffix('s').is_some_and(|n| n.ends_with(stem)))
     };

@@ -192,7 +192,12 @@ pub(super) fn argument_mut(function: &mut Function, position: usize) -> Option<&
     let FunctionArguments::List(list) = &mut function.args else {
         return None;
     };
-    match list.args.get_mut(position)? {
+    list.args.get_mut(position).and_then(plain_argument_mut)
+}
+
+/// An argument's expression, when it is a plain one (not named, not `*`).
+pub(super) fn plain_argument_mut(arg: &mut FunctionArg) -> Option<&mut Expr> {
+    match arg {
         FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Some(expr),
         _ => None,
     }

@@ -8,12 +8,14 @@
 //! it answers differently (`answers_differ`): where text order and number
 //! order agree, the stored text stays the answer, as written.
 
-use super::rewrite::{column_named, columns_of_a_kind, parse_expr, reread_query, Rereading};
+use super::rewrite::{
+    column_named, columns_of_a_kind, parse_expr, plain_argument_mut, reread_query, Rereading,
+};
 use crate::db::executor::QueryResult;
 use crate::db::schema::Column;
 use crate::db::{Schema, Value};
 use crate::sources::cells::parse_number;
-use sqlparser::ast::{BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments};
+use sqlparser::ast::{BinaryOperator, Expr, FunctionArguments};
 use std::collections::HashSet;
 
 /// The database's columns that hold numbers as text, by lowercased name
@@ -104,10 +106,7 @@ impl Rereading for NumbersAsText {
                     FunctionArguments::List(list) => list
                         .args
                         .iter_mut()
-                        .filter_map(|arg| match arg {
-                            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e),
-                            _ => None,
-                        })
+                        .filter_map(plain_argument_mut)
                         .collect(),
                     _ => Vec::new(),
                 }

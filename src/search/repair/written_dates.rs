@@ -13,6 +13,7 @@ use super::rewrite::{
 };
 use crate::db::schema::{Column, Table};
 use crate::db::{Schema, Value};
+use crate::search::dates::is_date_text;
 use crate::search::dates::written::{written_form, WrittenForm};
 use sqlparser::ast::{BinaryOperator, Expr};
 use std::collections::HashMap;
@@ -64,15 +65,7 @@ fn has_iso_companion(table: &Table, column: &Column) -> bool {
 
 /// `YYYY-MM-DD`, nothing more.
 fn is_iso_day(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    bytes.len() == 10
-        && bytes.iter().enumerate().all(|(i, b)| {
-            if i == 4 || i == 7 {
-                *b == b'-'
-            } else {
-                b.is_ascii_digit()
-            }
-        })
+    text.len() == 10 && is_date_text(text)
 }
 
 /// `sql` with every ordering by a column of written dates, every
