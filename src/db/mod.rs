@@ -6,6 +6,7 @@ mod descriptions;
 pub mod digest;
 pub mod executor;
 pub mod guard;
+mod implied_keys;
 pub mod open;
 pub mod plain_names;
 pub mod render;

@@ -246,6 +246,7 @@ mod tests {
                         column: "id".into(),
                         foreign_table: "Orders".into(),
                         foreign_column: Some("Order ID".into()),
+                        implied: false,
                     }],
                 },
                 Table {

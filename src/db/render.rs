@@ -235,6 +235,7 @@ mod tests {
                         column: "parent".into(),
                         foreign_table: "t0".into(),
                         foreign_column: Some("id".into()),
+                        implied: false,
                     }],
                 })
                 .collect(),

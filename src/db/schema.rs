@@ -66,6 +66,9 @@ pub struct ForeignKey {
     pub foreign_table: String,
     /// None when the key points at the other table's primary key implicitly.
     pub foreign_column: Option<String>,
+    /// Not declared: implied by the names and values of a database that
+    /// declares no key (see `implied_keys`).
+    pub implied: bool,
 }
 
 impl Schema {
@@ -93,6 +96,9 @@ impl Schema {
                 }
             }
             tables.push(table);
+        }
+        if tables.iter().all(|t| t.foreign_keys.is_empty()) {
+            super::implied_keys::imply_keys(&conn, &deadline, &mut tables, options.query_timeout);
         }
         Ok(Schema { tables })
     }
@@ -153,6 +159,7 @@ fn describe_table(
                 column: row.get(3)?,
                 foreign_table: row.get(2)?,
                 foreign_column: row.get(4)?,
+                implied: false,
             })
         })?
         .collect::<rusqlite::Result<_>>()?;

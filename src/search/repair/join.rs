@@ -7,7 +7,7 @@
 use super::super::sql_text::{add_join, name_in_query, qualify_bare, replace_qualified};
 use super::{SchemaNames, Scope};
 use crate::db::quote_identifier;
-use crate::db::schema::{folded_name, Schema, Table};
+use crate::db::schema::{Schema, Table};
 
 /// One foreign key: `table.column` refers to `other.other_column`.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,19 +18,10 @@ pub(in crate::search) struct KeyLink {
     pub other_column: String,
 }
 
-/// The keys of `schema`: its foreign keys whose target column is known, or,
-/// when it declares none at all (common in exported databases), the keys
-/// its column names imply.
+/// The keys of `schema` whose target column is known: those it declares,
+/// or, for a database that declares none, those its names and values imply
+/// (filled in when it was loaded).
 pub(in crate::search) fn key_links(schema: &Schema) -> Vec<KeyLink> {
-    let declared = declared_keys(schema);
-    if declared.is_empty() {
-        implied_keys(schema)
-    } else {
-        declared
-    }
-}
-
-fn declared_keys(schema: &Schema) -> Vec<KeyLink> {
     schema
         .tables
         .iter()
@@ -62,56 +53,6 @@ fn primary_key(table: &Table) -> Option<&str> {
         [pk] => Some(pk.name.as_str()),
         _ => None,
     }
-}
-
-/// Shortest end of a table's name that an implied key may spell.
-const MIN_KEY_STEM: usize = 4;
-
-/// A column that names exactly one other table's one-column primary key:
-/// by the key's own name (`Engine_ID` in both; a bare `id` names nothing),
-/// or, for a key called `id`, as the end of that table's name followed by
-/// `id` (`GaugeId` for `RainGauge.Id`, `CustomerId` for `Customers.id`).
-fn implied_keys(schema: &Schema) -> Vec<KeyLink> {
-    let keys: Vec<(&Table, &str)> = schema
-        .tables
-        .iter()
-        .filter_map(|t| Some((t, primary_key(t)?)))
-        .collect();
-    let names_key = |column: &str, (table, pk): &(&Table, &str)| {
-        let (column, pk) = (folded_name(column), folded_name(pk));
-        if pk != "id" {
-            return column == pk;
-        }
-        let Some(stem) = column.strip_suffix("id") else {
-            return false;
-        };
-        let name = folded_name(&table.name);
-        stem.len() >= MIN_KEY_STEM
-            && (name.ends_with(stem) || name.strip_suffix('s').is_some_and(|n| n.ends_with(stem)))
-    };
-    let mut links = Vec::new();
-    for table in &schema.tables {
-        let own_key = primary_key(table);
-        for column in &table.columns {
-            if own_key == Some(column.name.as_str()) {
-                continue;
-            }
-            let targets: Vec<&(&Table, &str)> = keys
-                .iter()
-                .filter(|(other, _)| other.name != table.name)
-                .filter(|key| names_key(&column.name, key))
-                .collect();
-            if let [(other, pk)] = targets[..] {
-                links.push(KeyLink {
-                    table: table.name.clone(),
-                    column: column.name.clone(),
-                    other: other.name.clone(),
-                    other_column: pk.to_string(),
-                });
-            }
-        }
-    }
-    links
 }
 
 /// How a table the query lacks is reached from one it binds: along one
@@ -454,7 +395,7 @@ mod tests {
     }
 
     #[test]
-    fn a_database_without_declared_keys_is_joined_by_the_keys_its_names_imply() {
+    fn a_database_without_declared_keys_is_joined_by_the_keys_it_implies() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rain.sqlite");
         let conn = rusqlite::Connection::open(&path).unwrap();
