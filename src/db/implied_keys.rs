@@ -14,6 +14,13 @@ use std::time::Duration;
 /// `GaugeId` for `RainGauge`).
 const MIN_KEY_STEM: usize = 4;
 
+/// Words that end a key's name; alone, one names no table.
+const KEY_WORDS: [&str; 4] = ["id", "code", "key", "number"];
+
+/// Shortest start of a table's name that may stand for it in its own
+/// key's name (`Stu` in `StuID` for `Student`).
+const MIN_KEY_PREFIX: usize = 3;
+
 /// Shortest key name a column may end with after words of its own
 /// (`permanent_address_id` for `address_id`; a `code` is too common).
 const MIN_LONG_KEY: usize = 6;
@@ -22,14 +29,15 @@ const MIN_LONG_KEY: usize = 6;
 /// database that declares none. A column refers to another table's key
 /// when it names it and its values are the key's, all but a few. It
 /// names the key by the key's own name (`Stadium_ID` in both; a bare `id`
-/// names nothing), by a long key's name after words of its own
+/// or `code` names nothing), by a long key's name after words of its own
 /// (`permanent_address_id`), or by that table's name, with or without the
 /// key's name or `id` after it (`GaugeId` for `RainGauge.Id`,
 /// `caused_by_ship_id` for `ship.id`, `Country` for
 /// `countries.CountryId`). A table's own key refers only to a table with
 /// more rows. A table's key is its one-column primary key or, where it
-/// declares none, its first column named `id` or by the table's name and
-/// `id` (`customer_id` in `customers`) that names each row once.
+/// declares none, its first column named by a key word (`id`, `code`,
+/// `key`, `number`), alone or after the table's name or its start
+/// (`customer_id` in `customers`), that names each row once.
 /// Where the rows cannot tell (an empty table, a check out of time) the
 /// names decide; a column that names two keys the values allow refers to
 /// neither.
@@ -108,7 +116,7 @@ fn key_referred_to<'k>(
 fn names_key(column: &str, table: &str, key: &str) -> bool {
     let (column, key) = (folded_name(column), folded_name(key));
     if column == key {
-        return key != "id";
+        return !KEY_WORDS.contains(&key.as_str());
     }
     if key.len() >= MIN_LONG_KEY && column.ends_with(key.as_str()) {
         return true;
@@ -134,6 +142,7 @@ fn stem_names_table(stem: &str, table: &str) -> bool {
     let table = folded_name(table);
     let singular = [
         table.strip_suffix("ies").map(|t| format!("{t}y")),
+        table.strip_suffix("es").map(str::to_string),
         table.strip_suffix('s').map(str::to_string),
     ];
     std::iter::once(table.clone())
@@ -144,6 +153,21 @@ fn stem_names_table(stem: &str, table: &str) -> bool {
                     && name.len() >= MIN_KEY_STEM
                     && (name.ends_with(stem) || stem.ends_with(name.as_str())))
         })
+}
+
+/// Whether a column of a table that declares no key may be its key by
+/// its name: a key word alone (`id`, `Code`) or after the table's name
+/// (`customer_id` in `customers`) or the start of it (`StuID` in
+/// `Student`).
+fn names_own_key(column: &str, table: &str) -> bool {
+    let column = folded_name(column);
+    KEY_WORDS.iter().any(|word| {
+        column.strip_suffix(word).is_some_and(|stem| {
+            stem.is_empty()
+                || stem_names_table(stem, table)
+                || (stem.len() >= MIN_KEY_PREFIX && folded_name(table).starts_with(stem))
+        })
+    })
 }
 
 /// Whether `table` holds more rows than `other`: a table's own key
@@ -192,13 +216,7 @@ impl Probe<'_> {
         table
             .columns
             .iter()
-            .filter(|c| {
-                let name = folded_name(&c.name);
-                name == "id"
-                    || name
-                        .strip_suffix("id")
-                        .is_some_and(|stem| stem_names_table(stem, &table.name))
-            })
+            .filter(|c| names_own_key(&c.name, &table.name))
             .find(|c| self.names_each_row_once(&table.name, &c.name))
             .map(|c| c.name.clone())
     }
@@ -307,12 +325,24 @@ mod tests {
         let keys = implied(
             "CREATE TABLE customers (customer_id INT, name TEXT);
              CREATE TABLE orders (order_id INT, customer_id INT, total REAL);
+             CREATE TABLE country (Name TEXT, Code TEXT);
+             CREATE TABLE city (Name TEXT, CountryCode TEXT);
+             CREATE TABLE Student (StuID INT, Name TEXT);
+             CREATE TABLE Has_Pet (StuID INT, Pet TEXT);
              INSERT INTO customers VALUES (1, 'Ann'), (2, 'Bo');
-             INSERT INTO orders VALUES (10, 1, 5.0), (11, 1, 7.5), (12, 2, 1.0);",
+             INSERT INTO orders VALUES (10, 1, 5.0), (11, 1, 7.5), (12, 2, 1.0);
+             INSERT INTO country VALUES ('Aruba', 'ABW'), ('Chile', 'CHL');
+             INSERT INTO city VALUES ('Oranjestad', 'ABW'), ('Arica', 'CHL'), ('Lota', 'CHL');
+             INSERT INTO Student VALUES (1, 'Ann'), (2, 'Bo');
+             INSERT INTO Has_Pet VALUES (1, 'cat'), (1, 'dog');",
         );
         assert_eq!(
             keys,
-            ["orders.customer_id -> customers.customer_id (implied)"]
+            [
+                "Has_Pet.StuID -> Student.StuID (implied)",
+                "city.CountryCode -> country.Code (implied)",
+                "orders.customer_id -> customers.customer_id (implied)",
+            ]
         );
     }
 
