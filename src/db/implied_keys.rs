@@ -5,42 +5,22 @@
 //! as keys, they tell the model how the tables join, and the focused
 //! schema and the join repairs follow them.
 
+use super::key_names::{names_key, names_own_key, Naming};
 use super::open::Deadline;
-use super::schema::{folded_name, quote_identifier, ForeignKey, Table};
+use super::schema::{quote_identifier, ForeignKey, Table};
 use rusqlite::Connection;
 use std::time::Duration;
 
-/// Shortest part of a name that may stand for a table's name (`Gauge` in
-/// `GaugeId` for `RainGauge`).
-const MIN_KEY_STEM: usize = 4;
-
-/// Words that end a key's name; alone, one names no table.
-const KEY_WORDS: [&str; 4] = ["id", "code", "key", "number"];
-
-/// Shortest start of a table's name that may stand for it in its own
-/// key's name (`Stu` in `StuID` for `Student`).
-const MIN_KEY_PREFIX: usize = 3;
-
-/// Shortest key name a column may end with after words of its own
-/// (`permanent_address_id` for `address_id`; a `code` is too common).
-const MIN_LONG_KEY: usize = 6;
-
 /// Adds to `tables` the keys their names and values imply; meant for a
 /// database that declares none. A column refers to another table's key
-/// when it names it and its values are the key's, all but a few. It
-/// names the key by the key's own name (`Stadium_ID` in both; a bare `id`
-/// or `code` names nothing), by a long key's name after words of its own
-/// (`permanent_address_id`), or by that table's name, with or without the
-/// key's name or `id` after it (`GaugeId` for `RainGauge.Id`,
-/// `caused_by_ship_id` for `ship.id`, `Country` for
-/// `countries.CountryId`). A table's own key refers only to a table with
-/// more rows. A table's key is its one-column primary key or, where it
-/// declares none, its first column named by a key word (`id`, `code`,
-/// `key`, `number`), alone or after the table's name or its start
-/// (`customer_id` in `customers`), that names each row once.
-/// Where the rows cannot tell (an empty table, a check out of time) the
-/// names decide; a column that names two keys the values allow refers to
-/// neither.
+/// when its name names it ([`names_key`]) and its values are the key's,
+/// all but a few; where the rows cannot tell (an empty table, a check out
+/// of time) a name with the key's name or a key word in it decides, a
+/// name that is only the table's name (`Country`) does not. A table's own
+/// key refers only to a table with more rows. A table's key is its
+/// one-column primary key or, where it declares none, its first column
+/// named as its key ([`names_own_key`]) that names each row once. A
+/// column that may refer to two keys refers to neither.
 pub(super) fn imply_keys(
     conn: &Connection,
     deadline: &Deadline,
@@ -93,81 +73,23 @@ fn key_referred_to<'k>(
     let is_own_key = keys.iter().any(|(k, key)| *k == t && key == column);
     let fits: Vec<(usize, &str, Fit)> = keys
         .iter()
-        .filter(|(other, key)| {
-            *other != t
-                && names_key(column, &tables[*other].name, key)
-                && (!is_own_key || holds_more_rows(&tables[*other], table))
-        })
-        .map(|(other, key)| {
+        .filter(|(other, _)| *other != t)
+        .filter(|(other, _)| !is_own_key || holds_more_rows(&tables[*other], table))
+        .filter_map(|(other, key)| {
+            let naming = names_key(column, &tables[*other].name, key)?;
             let fit = probe.values_fit(table, column, &tables[*other], key);
-            (*other, key.as_str(), fit)
+            let allowed = match naming {
+                Naming::AsKey => fit != Fit::No,
+                Naming::ByTableOnly => fit == Fit::Yes,
+            };
+            allowed.then_some((*other, key.as_str(), fit))
         })
-        .filter(|(_, _, fit)| *fit != Fit::No)
         .collect();
     let shown: Vec<_> = fits.iter().filter(|(_, _, fit)| *fit == Fit::Yes).collect();
     match (&fits[..], &shown[..]) {
         ([(other, key, _)], _) | (_, [(other, key, _)]) => Some((*other, key)),
         _ => None,
     }
-}
-
-/// Whether `column` names the key `key` of `table` (the rule of
-/// [`imply_keys`]).
-fn names_key(column: &str, table: &str, key: &str) -> bool {
-    let (column, key) = (folded_name(column), folded_name(key));
-    if column == key {
-        return !KEY_WORDS.contains(&key.as_str());
-    }
-    if key.len() >= MIN_LONG_KEY && column.ends_with(key.as_str()) {
-        return true;
-    }
-    let stems = [
-        column.strip_suffix(key.as_str()),
-        column.strip_suffix("id"),
-        Some(column.as_str()),
-    ];
-    for stem in stems.into_iter().flatten() {
-        if stem_names_table(stem, table) {
-            return true;
-        }
-    }
-    false
-}
-
-/// Whether a column's name, its key part taken off, names `table`: as the
-/// table's name, singular or plural, or as an end of one of them (`gauge`
-/// for `RainGauge`, `caused_by_ship` for `ship`), at least
-/// [`MIN_KEY_STEM`] letters long.
-fn stem_names_table(stem: &str, table: &str) -> bool {
-    let table = folded_name(table);
-    let singular = [
-        table.strip_suffix("ies").map(|t| format!("{t}y")),
-        table.strip_suffix("es").map(str::to_string),
-        table.strip_suffix('s').map(str::to_string),
-    ];
-    std::iter::once(table.clone())
-        .chain(singular.into_iter().flatten())
-        .any(|name| {
-            name == stem
-                || (stem.len() >= MIN_KEY_STEM
-                    && name.len() >= MIN_KEY_STEM
-                    && (name.ends_with(stem) || stem.ends_with(name.as_str())))
-        })
-}
-
-/// Whether a column of a table that declares no key may be its key by
-/// its name: a key word alone (`id`, `Code`) or after the table's name
-/// (`customer_id` in `customers`) or the start of it (`StuID` in
-/// `Student`).
-fn names_own_key(column: &str, table: &str) -> bool {
-    let column = folded_name(column);
-    KEY_WORDS.iter().any(|word| {
-        column.strip_suffix(word).is_some_and(|stem| {
-            stem.is_empty()
-                || stem_names_table(stem, table)
-                || (stem.len() >= MIN_KEY_PREFIX && folded_name(table).starts_with(stem))
-        })
-    })
 }
 
 /// Whether `table` holds more rows than `other`: a table's own key
