@@ -129,13 +129,7 @@ struct Probe<'a> {
 impl Probe<'_> {
     /// The table's key, by the rule of [`imply_keys`].
     fn key_of(&self, table: &Table) -> Option<String> {
-        let declared: Vec<&str> = table
-            .columns
-            .iter()
-            .filter(|c| c.primary_key)
-            .map(|c| c.name.as_str())
-            .collect();
-        match declared[..] {
+        match table.primary_key_columns()[..] {
             [key] => return Some(key.to_string()),
             [] => {}
             _ => return None,

@@ -79,12 +79,7 @@ fn render_table(table: &Table, detail: Detail) -> String {
         "CREATE {kind} {} ({rows}",
         quote_identifier(&table.name)
     );
-    let primary_keys: Vec<&str> = table
-        .columns
-        .iter()
-        .filter(|c| c.primary_key)
-        .map(|c| c.name.as_str())
-        .collect();
+    let primary_keys = table.primary_key_columns();
     let mut lines: Vec<(String, String)> = Vec::new();
     for column in &table.columns {
         let mut definition = quote_identifier(&column.name);

@@ -110,6 +110,18 @@ impl Schema {
     }
 }
 
+impl Table {
+    /// The names of the columns of its primary key, in the table's order
+    /// (none declared: empty; a key of several columns: all of them).
+    pub fn primary_key_columns(&self) -> Vec<&str> {
+        self.columns
+            .iter()
+            .filter(|c| c.primary_key)
+            .map(|c| c.name.as_str())
+            .collect()
+    }
+}
+
 fn db_error(path: &Path, error: rusqlite::Error) -> Error {
     Error::DatabaseOpen {
         path: path.to_path_buf(),

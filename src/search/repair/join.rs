@@ -44,13 +44,8 @@ pub(in crate::search) fn key_links(schema: &Schema) -> Vec<KeyLink> {
 
 /// The table's primary key when it is one column.
 fn primary_key(table: &Table) -> Option<&str> {
-    match table
-        .columns
-        .iter()
-        .filter(|c| c.primary_key)
-        .collect::<Vec<_>>()[..]
-    {
-        [pk] => Some(pk.name.as_str()),
+    match table.primary_key_columns()[..] {
+        [pk] => Some(pk),
         _ => None,
     }
 }
