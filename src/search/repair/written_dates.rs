@@ -49,7 +49,7 @@ impl WrittenDates {
 /// column `<column>_date` whose examples all are.
 fn has_iso_companion(table: &Table, column: &Column) -> bool {
     let iso = |value: &Value| matches!(value, Value::Text(text) if is_iso_day(text));
-    let companion_name = format!("{}_date", column.name);
+    let companion_name = iso_companion(&column.name);
     let texts_not_iso = !column.examples.is_empty()
         && column
             .examples
@@ -61,6 +61,12 @@ fn has_iso_companion(table: &Table, column: &Column) -> bool {
                 && !c.examples.is_empty()
                 && c.examples.iter().all(iso)
         })
+}
+
+/// The name of the column that holds `column`'s dates in ISO form, as
+/// `--table` names it.
+fn iso_companion(column: &str) -> String {
+    format!("{column}_date")
 }
 
 /// `YYYY-MM-DD`, nothing more.
@@ -84,7 +90,7 @@ impl Rereading for WrittenDates {
             Reading::Companion => {
                 let mut companion = expr.clone();
                 let name = column_named_mut(&mut companion)?;
-                name.value = format!("{}_date", name.value);
+                name.value = iso_companion(&name.value);
                 Some(companion)
             }
             Reading::Form(form) => {
