@@ -2,9 +2,12 @@
 //! the keys of two tables that meet only through a third
 //! (`course.Course_ID = teacher.Teacher_ID`, where `course_arrange` refers
 //! to both): two id columns share values by accident, so the query runs,
-//! finds rows and pairs them at random. When neither column refers to the
-//! other and exactly one table refers to both, the equality goes through
-//! that table; the query is kept when it then finds a value.
+//! finds rows and pairs them at random. Or they equate a key with a key
+//! its table reaches two steps away (`appointments.doctor_id =
+//! specialties.code`, where the doctor's row names the specialty). When
+//! neither column refers to the other and exactly one table refers to
+//! both, or is referred to by one and refers to the other, the equality
+//! goes through that table; the query is kept when it then finds a value.
 
 use super::join::KeyLink;
 use super::{kept_if_it_finds_a_value, SchemaNames};
@@ -17,9 +20,20 @@ use std::sync::Arc;
 /// One side of an equality: a table and its column.
 type Side<'a> = (&'a str, &'a str);
 
+/// A table that a side of an equality can be joined to by a key.
+struct Reach<'s> {
+    table: &'s str,
+    /// The table's column that meets the side.
+    column: &'s str,
+    /// Whether that column is the table's key referring to the side (a
+    /// table linking both sides), not the key the side refers to (a table
+    /// the side's own key leads to).
+    by_its_own_key: bool,
+}
+
 impl SchemaNames {
     /// `sql` (which ran) with its first equality of two keys that no key
-    /// links, where one table refers to both, routed through that table,
+    /// links, where one table links both (`bridge`), routed through it,
     /// and its result; None when there is no such equality or the routed
     /// query finds no value.
     pub fn bridge_keys(
@@ -66,10 +80,11 @@ impl SchemaNames {
         None
     }
 
-    /// The one table that refers to both sides, with its columns referring
-    /// to the left and to the right, when the two sides are keys of
-    /// different tables (each in some key link) that neither refer to one
-    /// another nor to the same column.
+    /// The one table that refers to both sides, or that one side refers
+    /// to and that refers to the other, with its columns meeting the left
+    /// and the right, when the two sides are keys of different tables
+    /// (each in some key link) that neither refer to one another nor to the
+    /// same column.
     fn bridge<'s>(
         &'s self,
         left: Side<'_>,
@@ -102,26 +117,48 @@ impl SchemaNames {
         if linked || same_target {
             return None;
         }
-        let referring = |side: Side<'_>| -> Vec<&KeyLink> {
-            self.keys
+        let outside = |table: &str| !same(table, left.0) && !same(table, right.0);
+        // The tables that reach a side, each with the column it reaches
+        // it by: its own key referring to the side, or its key the side
+        // refers to.
+        let reaching = |side: Side<'_>| -> Vec<Reach<'s>> {
+            let referring = self
+                .keys
                 .iter()
-                .filter(|k| refers(k, side) && !same(&k.table, left.0) && !same(&k.table, right.0))
+                .filter(|k| refers(k, side) && outside(&k.table));
+            let referred = self
+                .keys
+                .iter()
+                .filter(|k| owns(k, side) && outside(&k.other));
+            referring
+                .map(|k| Reach {
+                    table: &k.table,
+                    column: &k.column,
+                    by_its_own_key: true,
+                })
+                .chain(referred.map(|k| Reach {
+                    table: &k.other,
+                    column: &k.other_column,
+                    by_its_own_key: false,
+                }))
                 .collect()
         };
-        let (to_left, to_right) = (referring(left), referring(right));
+        let (to_left, to_right) = (reaching(left), reaching(right));
+        // Both sides referring to the table between would meet in one of
+        // its rows by two different keys: no route a query means.
         let mut middles = to_left
             .iter()
-            .flat_map(|l| to_right.iter().map(move |r| (*l, *r)))
-            .filter(|(l, r)| same(&l.table, &r.table));
+            .flat_map(|l| to_right.iter().map(move |r| (l, r)))
+            .filter(|(l, r)| same(l.table, r.table) && (l.by_its_own_key || r.by_its_own_key));
         let (l, r) = middles.next()?;
         // A table reaching a side twice, or two such tables, leave the
         // route open.
         let unique =
-            |links: &[&KeyLink]| links.iter().filter(|k| same(&k.table, &l.table)).count() == 1;
+            |reaches: &[Reach<'_>]| reaches.iter().filter(|k| same(k.table, l.table)).count() == 1;
         if middles.next().is_some() || !unique(&to_left) || !unique(&to_right) {
             return None;
         }
-        Some((l.table.as_str(), l.column.as_str(), r.column.as_str()))
+        Some((l.table, l.column, r.column))
     }
 }
 
@@ -184,6 +221,50 @@ mod tests {
             "SELECT T2.Name, T1.Course FROM course AS T1 JOIN teacher AS T2 ON T1.Course_ID = course_arrange.Course_ID AND course_arrange.Teacher_ID = T2.Teacher_ID JOIN course_arrange"
         );
         assert_eq!(result.rows.len(), 2);
+    }
+
+    /// Appointments that name a doctor, doctors that name a specialty by
+    /// its code.
+    fn clinic() -> (tempfile::TempDir, Executor, SchemaNames) {
+        crate::search::repair::database_from(
+            "CREATE TABLE specialty (code TEXT PRIMARY KEY, title TEXT);
+             CREATE TABLE doctor (doctor_id INTEGER PRIMARY KEY, name TEXT,
+                 specialty TEXT REFERENCES specialty(code));
+             CREATE TABLE visit (visit_id INTEGER PRIMARY KEY,
+                 doctor_id INTEGER REFERENCES doctor(doctor_id), fee INTEGER);
+             INSERT INTO specialty VALUES ('CARD', 'Cardiology'), ('GP', 'General Practice');
+             INSERT INTO doctor VALUES (1, 'Grant', 'CARD'), (2, 'Becker', 'GP');
+             INSERT INTO visit VALUES (1, 1, 250), (2, 2, 90), (3, 1, 270);",
+        )
+    }
+
+    #[test]
+    fn a_key_equated_with_a_key_two_steps_away_goes_through_the_table_it_refers_to() {
+        let (_dir, executor, names) = clinic();
+        let sql = "SELECT AVG(T1.fee) FROM visit AS T1 JOIN specialty AS T2 ON T1.doctor_id = T2.code WHERE T2.title = 'Cardiology'";
+        assert!(!executor.query(sql).unwrap().digest.has_non_null());
+        let (routed, result) = names
+            .mend(&executor, sql, &executor.query(sql), false, "")
+            .unwrap();
+        assert_eq!(
+            routed,
+            "SELECT AVG(T1.fee) FROM visit AS T1 JOIN specialty AS T2 ON T1.doctor_id = doctor.doctor_id AND doctor.specialty = T2.code JOIN doctor WHERE T2.title = 'Cardiology'"
+        );
+        assert_eq!(result.rows[0][0].to_string(), "260");
+    }
+
+    #[test]
+    fn two_keys_referring_to_one_table_by_different_columns_are_not_routed() {
+        let (_dir, executor, names) = crate::search::repair::database_from(
+            "CREATE TABLE item (shelf INTEGER UNIQUE, slot INTEGER UNIQUE, name TEXT);
+             CREATE TABLE a (a_id INTEGER PRIMARY KEY, shelf INTEGER REFERENCES item(shelf));
+             CREATE TABLE b (b_id INTEGER PRIMARY KEY, slot INTEGER REFERENCES item(slot));
+             INSERT INTO item VALUES (1, 1, 'x');
+             INSERT INTO a VALUES (1, 1);
+             INSERT INTO b VALUES (1, 1);",
+        );
+        let sql = "SELECT * FROM a JOIN b ON a.shelf = b.slot";
+        assert!(names.bridge_keys(&executor, sql).is_none());
     }
 
     #[test]
