@@ -11,21 +11,14 @@ OUT_DIR gets `dev.json` and `database/clinic/clinic.sqlite` (rows drawn
 with a fixed seed, so every run makes the same file); run it with
 `iesr bench --dataset spider --data-dir OUT_DIR`.
 """
-import json
-import pathlib
 import random
-import sqlite3
-import sys
 
-if len(sys.argv) != 2:
-    sys.exit(__doc__)
+from made_database import database, out_dir, write_questions
+
+out = out_dir(__doc__)
 random.seed(12)
-out = pathlib.Path(sys.argv[1])
 db = 'clinic'
-p = out/'database'/db/f'{db}.sqlite'
-p.parent.mkdir(parents=True, exist_ok=True)
-p.unlink(missing_ok=True)
-c = sqlite3.connect(p)
+c = database(out, db)
 c.executescript('''
 CREATE TABLE insurers (insurer_id INTEGER PRIMARY KEY, name TEXT);
 CREATE TABLE patients (patient_id INTEGER PRIMARY KEY, first_name TEXT, last_name TEXT, sex TEXT, birth_date TEXT, city TEXT, smoker INTEGER, insurer_id INTEGER REFERENCES insurers(insurer_id));
@@ -110,10 +103,4 @@ Q = [
     ("Which city has the most smokers?", "SELECT city FROM patients WHERE smoker = 1 GROUP BY city ORDER BY COUNT(*) DESC LIMIT 1"),
 ]
 dev = [{"db_id": db, "question": q, "query": s} for q, s in Q]
-for d in dev:
-    assert c.execute(d['query']).fetchall(), d['question']
-    # A question asking for the top one must have one: no tie at the top.
-    if d['query'].endswith('DESC LIMIT 1') and 'ORDER BY COUNT(*)' in d['query']:
-        counts = c.execute(d['query'].replace('ORDER BY COUNT(*) DESC LIMIT 1', 'ORDER BY COUNT(*) DESC').replace('SELECT ', 'SELECT COUNT(*), ', 1)).fetchall()
-        assert len(counts) < 2 or counts[0][0] > counts[1][0], (d['question'], counts[:3])
-(out/'dev.json').write_text(json.dumps(dev, indent=1))
+write_questions(out, dev)

@@ -10,19 +10,14 @@ OUT_DIR gets `dev.json` and `database/music_store/music_store.sqlite` (rows
 drawn with a fixed seed, so every run makes the same file); run it with
 `iesr bench --dataset spider --data-dir OUT_DIR`.
 """
-import json
-import pathlib
 import random
-import sqlite3
-import sys
 
-if len(sys.argv) != 2:
-    sys.exit(__doc__)
+from made_database import database, out_dir, write_questions
+
+out = out_dir(__doc__)
 random.seed(7)
-out = pathlib.Path(sys.argv[1])
 db = 'music_store'
-p = out/'database'/db/f'{db}.sqlite'; p.parent.mkdir(parents=True, exist_ok=True); p.unlink(missing_ok=True)
-c = sqlite3.connect(p)
+c = database(out, db)
 c.executescript('''
 CREATE TABLE employees (employee_id INTEGER PRIMARY KEY, first_name TEXT, last_name TEXT, title TEXT, reports_to INTEGER REFERENCES employees(employee_id), hire_date TEXT, city TEXT);
 CREATE TABLE customers (customer_id INTEGER PRIMARY KEY, first_name TEXT, last_name TEXT, city TEXT, country TEXT, email TEXT, support_rep_id INTEGER REFERENCES employees(employee_id));
@@ -118,6 +113,4 @@ Q=[
 ("Name the playlists that contain no Rock track.","SELECT name FROM playlists WHERE playlist_id NOT IN (SELECT pt.playlist_id FROM playlist_tracks pt JOIN tracks t ON pt.track_id=t.track_id JOIN genres g ON t.genre_id=g.genre_id WHERE g.name='Rock')"),
 ]
 dev=[{"db_id":db,"question":q,"query":s} for q,s in Q]
-for d in dev:
-    assert c.execute(d['query']).fetchall(), d['question']
-(out/'dev.json').write_text(json.dumps(dev,indent=1))
+write_questions(out, dev)

@@ -15,11 +15,12 @@ name the columns the import makes (`revenue_number`, `order_date_date`).
 """
 import csv
 import datetime
-import json
 import pathlib
 import random
 import subprocess
 import sys
+
+from made_database import write_questions
 
 if len(sys.argv) != 3:
     sys.exit(__doc__)
@@ -147,5 +148,5 @@ for db, paths in [('sales_2024', sales), ('company', company)]:
         command += ['--table', str(path)]
     subprocess.run(command, check=True)
     dev += [{'db_id': db, 'question': q, 'query': sql} for q, sql in questions[db]]
-(out / 'dev.json').write_text(json.dumps(dev, indent=1))
+write_questions(out, dev)
 print(f'{len(dev)} questions in {out / "dev.json"}')

@@ -22,11 +22,9 @@ Usage: scripts/text_numbers.py OUT_DIR
 OUT_DIR gets `dev.json` and `database/<db>/<db>.sqlite`; run it with
 `iesr bench --dataset spider --data-dir OUT_DIR`.
 """
-import json
-import pathlib
 import random
-import sqlite3
-import sys
+
+from made_database import database, out_dir, write_questions
 
 CATEGORIES = ["garden", "kitchen", "office", "toys"]
 COUNTRIES = ["Brazil", "India", "Italy", "Kenya", "Mexico", "Poland"]
@@ -72,13 +70,6 @@ QUESTIONS = [
     ("city_stats", "What is the total population of the cities in Kenya?",
      "SELECT SUM(population) FROM cities WHERE country = 'Kenya'"),
 ]
-
-
-def database(out, name):
-    path = out / "database" / name / f"{name}.sqlite"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.unlink(missing_ok=True)
-    return sqlite3.connect(path)
 
 
 def distinct_numbers(rng, count, draw):
@@ -137,13 +128,11 @@ def city_stats(out):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: scripts/text_numbers.py OUT_DIR")
-    out = pathlib.Path(sys.argv[1])
+    out = out_dir(__doc__)
     shop_import(out)
     city_stats(out)
     records = [{"db_id": db, "question": q, "query": sql} for db, q, sql in QUESTIONS]
-    (out / "dev.json").write_text(json.dumps(records, indent=1) + "\n")
+    write_questions(out, records)
 
 
 if __name__ == "__main__":

@@ -16,11 +16,9 @@ Usage: scripts/unix_times.py OUT_DIR
 OUT_DIR gets `dev.json` and `database/<db>/<db>.sqlite`; run it with
 `iesr bench --dataset spider --data-dir OUT_DIR`.
 """
-import json
-import pathlib
 import random
-import sqlite3
-import sys
+
+from made_database import database, out_dir, write_questions
 
 START_2019 = 1546300800  # 2019-01-01 00:00:00 UTC
 START_2020 = 1577836800
@@ -70,13 +68,6 @@ QUESTIONS = [
 ]
 
 
-def database(out, name):
-    path = out / "database" / name / f"{name}.sqlite"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.unlink(missing_ok=True)
-    return sqlite3.connect(path)
-
-
 def shop_events(out):
     rng = random.Random(3)
     conn = database(out, "shop_events")
@@ -110,13 +101,11 @@ def sensor_log(out):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: scripts/unix_times.py OUT_DIR")
-    out = pathlib.Path(sys.argv[1])
+    out = out_dir(__doc__)
     shop_events(out)
     sensor_log(out)
     records = [{"db_id": db, "question": q, "query": sql} for db, q, sql in QUESTIONS]
-    (out / "dev.json").write_text(json.dumps(records, indent=1) + "\n")
+    write_questions(out, records)
 
 
 if __name__ == "__main__":

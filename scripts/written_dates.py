@@ -17,11 +17,9 @@ OUT_DIR gets `dev.json` and `database/<db>/<db>.sqlite`; run it with
 `iesr bench --dataset spider --data-dir OUT_DIR`.
 """
 import datetime
-import json
-import pathlib
 import random
-import sqlite3
-import sys
+
+from made_database import database, out_dir, write_questions
 
 US = "substr(order_date, 7, 4)"
 US_MONTH = "substr(order_date, 1, 2)"
@@ -55,13 +53,6 @@ QUESTIONS = [
     ("bookings_eu", "Which guest checked in first?",
      f"SELECT guest FROM bookings ORDER BY {EU_ISO} ASC LIMIT 1"),
 ]
-
-
-def database(out, name):
-    path = out / "database" / name / f"{name}.sqlite"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.unlink(missing_ok=True)
-    return sqlite3.connect(path)
 
 
 def dates(rng, first, last, count):
@@ -100,13 +91,11 @@ def bookings_eu(out):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: scripts/written_dates.py OUT_DIR")
-    out = pathlib.Path(sys.argv[1])
+    out = out_dir(__doc__)
     orders_us(out)
     bookings_eu(out)
     records = [{"db_id": db, "question": q, "query": sql} for db, q, sql in QUESTIONS]
-    (out / "dev.json").write_text(json.dumps(records, indent=1) + "\n")
+    write_questions(out, records)
 
 
 if __name__ == "__main__":
