@@ -17,11 +17,9 @@ Usage: scripts/wide_tables.py OUT_DIR
 OUT_DIR gets `dev.json` and `database/<db>/<db>.sqlite`; run it with
 `iesr bench --dataset spider --data-dir OUT_DIR`.
 """
-import json
-import pathlib
 import random
-import sqlite3
-import sys
+
+from made_database import database, out_dir, write_questions
 
 STORE_METRICS = ["revenue", "cost", "profit", "units", "returns",
                  "visits", "clicks", "signups", "refunds", "tickets"]
@@ -80,20 +78,15 @@ QUESTIONS = [
      "WHERE income_group = 'High' AND renewable_energy_share_2020 > 50"),
     ("indicators", "How many countries had a higher fertility rate in 2020 than in 2018?",
      "SELECT COUNT(*) FROM country_indicators WHERE fertility_rate_2020 > fertility_rate_2018"),
-    ("indicators", "Which continent has the most countries in the table?",
-     "SELECT continent FROM country_indicators GROUP BY continent ORDER BY COUNT(*) DESC LIMIT 1"),
+    # Two continents tie at the top, so the question asks for every one.
+    ("indicators", "Which continents have the most countries in the table?",
+     "SELECT continent FROM country_indicators GROUP BY continent HAVING COUNT(*) = "
+     "(SELECT COUNT(*) FROM country_indicators GROUP BY continent ORDER BY COUNT(*) DESC LIMIT 1)"),
     ("indicators", "What are the CO2 emissions in 2019 of Japan?",
      "SELECT co2_emissions_tonnes_2019 FROM country_indicators WHERE country_name = 'Japan'"),
     ("indicators", "Give the country code of the country with the lowest gini index in 2018.",
      "SELECT country_code FROM country_indicators ORDER BY gini_index_2018 ASC LIMIT 1"),
 ]
-
-
-def database(out, name):
-    path = out / "database" / name / f"{name}.sqlite"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.unlink(missing_ok=True)
-    return sqlite3.connect(path)
 
 
 def insert(conn, table, row):
@@ -131,13 +124,11 @@ def indicators(out):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: scripts/wide_tables.py OUT_DIR")
-    out = pathlib.Path(sys.argv[1])
+    out = out_dir(__doc__)
     store_stats(out)
     indicators(out)
     records = [{"db_id": db, "question": q, "query": sql} for db, q, sql in QUESTIONS]
-    (out / "dev.json").write_text(json.dumps(records, indent=1) + "\n")
+    write_questions(out, records)
 
 
 if __name__ == "__main__":
