@@ -47,7 +47,9 @@ def write_questions(out, records):
         assert conn.execute(query).fetchall(), f"no rows: {record['question']}"
         top = "ORDER BY COUNT(*) DESC LIMIT 1"
         if query.endswith(top):
-            counted = query.replace(top, "ORDER BY COUNT(*) DESC").replace("SELECT ", "SELECT COUNT(*), ", 1)
+            # The count goes last in the select list, so `GROUP BY 1` still
+            # names the first column.
+            counted = query.replace(top, "ORDER BY COUNT(*) DESC").replace(" FROM ", ", COUNT(*) FROM ", 1)
             counts = conn.execute(counted).fetchall()
-            assert len(counts) < 2 or counts[0][0] > counts[1][0], f"tie at the top: {record['question']}"
+            assert len(counts) < 2 or counts[0][-1] > counts[1][-1], f"tie at the top: {record['question']}"
     (out / "dev.json").write_text(json.dumps(records, indent=1) + "\n")
