@@ -32,12 +32,15 @@
 //! (`unix_times`), a date written `MM/DD/YYYY` that a query orders,
 //! compares with an ISO date or hands to a date function is read as one
 //! (`written_dates`), and one value required to equal two dates is
-//! required to lie between them (`date_range`).
+//! required to lie between them (`date_range`). A whole number divided by
+//! a whole number is divided as a real one unless the query means whole
+//! quotients (`fractions`).
 
 mod bridge;
 mod comparison;
 mod cut;
 mod date_range;
+mod fractions;
 mod grouping;
 mod join;
 mod looped;
@@ -127,6 +130,7 @@ pub struct SchemaNames {
     unix_times: unix_times::UnixColumns,
     written_dates: written_dates::WrittenDates,
     numbers_as_text: text_numbers::NumbersAsText,
+    whole_numbers: fractions::WholeNumbers,
 }
 
 impl SchemaNames {
@@ -146,6 +150,7 @@ impl SchemaNames {
             unix_times: unix_times::UnixColumns::of(schema),
             written_dates: written_dates::WrittenDates::of(schema),
             numbers_as_text: text_numbers::NumbersAsText::of(schema),
+            whole_numbers: fractions::WholeNumbers::of(schema),
         }
     }
 
@@ -482,10 +487,9 @@ impl SchemaNames {
     /// respelled (`respell`), else rid of a filter on a text the question
     /// and hint, `asked`, never mention (`unasked`); if it counted nothing,
     /// a text compared where it is not stored moved to where it is
-    /// (`relocate_counted`). Last, numbers stored
-    /// as text that the query (as mended) orders or compares are read as
-    /// numbers where that changes its answer (`numbers_read_as_numbers`).
-    /// None when it needs no mending or none works.
+    /// (`relocate_counted`). Last, the query (as mended) read as SQLite
+    /// would otherwise not read it where that changes its answer
+    /// (`read_as_meant`). None when it needs no mending or none works.
     pub fn mend(
         &self,
         executor: &Executor,
@@ -494,31 +498,39 @@ impl SchemaNames {
         cut: bool,
         asked: &str,
     ) -> Option<(String, Arc<QueryResult>)> {
-        let mended = self.mend_but_numbers(executor, sql, outcome, cut, asked);
+        let mended = self.mend_but_readings(executor, sql, outcome, cut, asked);
         let (now, result) = match &mended {
             Some((now, result)) => (now.as_str(), result),
             None => (sql, outcome.as_ref().ok()?),
         };
-        self.numbers_read_as_numbers(executor, now, result)
-            .or(mended)
+        self.read_as_meant(executor, now, result).or(mended)
     }
 
     /// `sql`, which ran to `result`, with its numbers stored as text read
-    /// as numbers (`text_numbers`), and what that answers; None when it
-    /// reads none, fails, or answers the same.
-    fn numbers_read_as_numbers(
+    /// as numbers (`text_numbers`) and its divisions of whole numbers made
+    /// real (`fractions`), and what that answers; None when it reads none
+    /// so, fails, or answers the same.
+    fn read_as_meant(
         &self,
         executor: &Executor,
         sql: &str,
         result: &QueryResult,
     ) -> Option<(String, Arc<QueryResult>)> {
-        let read = text_numbers::read_as_numbers(sql, &self.numbers_as_text)?;
+        let readings: [&QueryRewrite; 2] = [
+            &|text| text_numbers::read_as_numbers(text, &self.numbers_as_text),
+            &|text| fractions::divide_as_reals(text, &self.whole_numbers),
+        ];
+        let read = readings
+            .iter()
+            .fold(None, |changed: Option<String>, reading| {
+                reading(changed.as_deref().unwrap_or(sql)).or(changed)
+            })?;
         let answer = executor.query(&read).ok()?;
         text_numbers::answers_differ(result, &answer).then_some((read, answer))
     }
 
-    /// `mend` but for the reading of numbers stored as text.
-    fn mend_but_numbers(
+    /// `mend` but for `read_as_meant`.
+    fn mend_but_readings(
         &self,
         executor: &Executor,
         sql: &str,
@@ -532,7 +544,7 @@ impl SchemaNames {
             if let Ok(result) = executor.query(&read) {
                 let ran = Ok(result.clone());
                 return self
-                    .mend_but_numbers(executor, &read, &ran, cut, asked)
+                    .mend_but_readings(executor, &read, &ran, cut, asked)
                     .or(Some((read, result)));
             }
         }
