@@ -520,11 +520,7 @@ impl SchemaNames {
             &|text| text_numbers::read_as_numbers(text, &self.numbers_as_text),
             &|text| fractions::divide_as_reals(text, &self.whole_numbers),
         ];
-        let read = readings
-            .iter()
-            .fold(None, |changed: Option<String>, reading| {
-                reading(changed.as_deref().unwrap_or(sql)).or(changed)
-            })?;
+        let read = rewritten_in_turn(sql, &readings)?;
         let answer = executor.query(&read).ok()?;
         text_numbers::answers_differ(result, &answer).then_some((read, answer))
     }
@@ -581,9 +577,7 @@ impl SchemaNames {
             &|text| unix_times::read_as_unix_times(text, &self.unix_times),
             &|text| written_dates::in_date_order(text, &self.written_dates),
         ];
-        rewrites.iter().fold(None, |changed, rewrite| {
-            rewrite(changed.as_deref().unwrap_or(sql)).or(changed)
-        })
+        rewritten_in_turn(sql, &rewrites)
     }
 
     /// `sql`, which failed with `error`, fixed until it runs (a chain of at
@@ -763,6 +757,14 @@ impl SchemaNames {
 /// The name most like `wanted` (with what it came with), if similar enough
 /// and strictly ahead of every other one; a name met twice (a column of two
 /// tables) ties with itself, so it is not chosen.
+/// `sql` passed through each of `rewrites` in turn, each given what the
+/// ones before it made; None when none of them changed it.
+fn rewritten_in_turn(sql: &str, rewrites: &[&QueryRewrite]) -> Option<String> {
+    rewrites.iter().fold(None, |changed, rewrite| {
+        rewrite(changed.as_deref().unwrap_or(sql)).or(changed)
+    })
+}
+
 fn clearly_closest<'a, T: Copy>(
     wanted: &str,
     names: impl Iterator<Item = (&'a str, T)>,
