@@ -19,7 +19,8 @@
 //! (`syntax`); a comparison with ALL, ANY or SOME over a subquery, which
 //! SQLite lacks, compares with the subquery's extreme or becomes an IN
 //! (`quantified`); an aggregate of aggregates (`MAX(COUNT(*))`) is
-//! computed over a derived table of the groups (`nested`). A query that
+//! computed over a derived table of the groups (`nested`); of a reply's
+//! several statements the first runs alone (`statements`). A query that
 //! equates two tables' keys that meet only
 //! through a third table is joined through it (`bridge`). A query that
 //! finds no value is joined on columns that meet
@@ -51,6 +52,7 @@ mod quantified;
 mod redecode;
 mod respell;
 mod rewrite;
+mod statements;
 mod syntax;
 mod text_numbers;
 mod unasked;
@@ -234,7 +236,8 @@ impl SchemaNames {
     /// query that aggregates aggregates computed in two steps, one that
     /// orders or filters by an aggregate without grouping grouped, a
     /// HAVING without aggregates made a filter, a comparison
-    /// with ALL or ANY over a subquery made one SQLite runs, a syntax slip
+    /// with ALL or ANY over a subquery made one SQLite runs, the first of
+    /// several statements taken alone, a syntax slip
     /// mended (a dot or a name broken apart, a cast inside another call,
     /// AND for WHERE, a power operator).
     /// Empty when there is no such fix.
@@ -265,6 +268,8 @@ impl SchemaNames {
             power::power_calls(sql).into_iter().collect()
         } else if let Some(rewritten) = quantified::fix(sql, error) {
             vec![rewritten]
+        } else if let Some(first) = statements::first_statement(sql, error) {
+            vec![first]
         } else if let Some(word) = syntax_error_near(error) {
             self.restore_dot(sql, word)
                 .into_iter()

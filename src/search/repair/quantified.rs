@@ -79,28 +79,62 @@ fn without_quantifier(expr: &Expr) -> Option<Expr> {
     Some(Expr::BinaryOp {
         left: left.clone(),
         op: op.clone(),
-        right: Box::new(Expr::Subquery(Box::new(extreme_of(query, extreme)?))),
+        right: Box::new(Expr::Subquery(Box::new(extreme_of(query, left, extreme)?))),
     })
 }
 
-/// `SELECT function(v) FROM (query)`, the query's one output column named
-/// v; None when the query is not one SELECT of one expression.
-fn extreme_of(query: &Query, function: &str) -> Option<Query> {
+/// `SELECT function(v) FROM (query)`, the query's compared output column
+/// named v; None when the query is not one SELECT or its compared column
+/// is not known (see [`compared_item`]).
+fn extreme_of(query: &Query, left: &Expr, function: &str) -> Option<Query> {
     let mut inner = query.clone();
     let SetExpr::Select(select) = inner.body.as_mut() else {
         return None;
     };
-    let [item] = select.projection.as_mut_slice() else {
+    let compared = compared_item(&select.projection, left)?;
+    let (SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. }) = compared else {
         return None;
     };
-    let (SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. }) = item else {
-        return None;
-    };
-    *item = SelectItem::ExprWithAlias {
+    select.projection = vec![SelectItem::ExprWithAlias {
         expr: expr.clone(),
         alias: Ident::new(VALUE),
-    };
+    }];
     parse_query(&format!("SELECT {function}({VALUE}) FROM ({inner})"))
+}
+
+/// The output column of a subquery that `left` is compared with: its only
+/// one, or, where it has several (`x < ALL (SELECT id, x ...)`), the one
+/// named or written as `left` is; None when that leaves no single column.
+fn compared_item<'a>(projection: &'a [SelectItem], left: &Expr) -> Option<&'a SelectItem> {
+    if let [only] = projection {
+        return Some(only);
+    }
+    let left_name = output_name(left);
+    let left_text = left.to_string();
+    let mut matching = projection.iter().filter(|item| match item {
+        SelectItem::ExprWithAlias { expr, alias } => {
+            left_name.is_some_and(|name| alias.value.eq_ignore_ascii_case(name))
+                || expr.to_string().eq_ignore_ascii_case(&left_text)
+        }
+        SelectItem::UnnamedExpr(expr) => {
+            expr.to_string().eq_ignore_ascii_case(&left_text)
+                || left_name.is_some_and(|name| {
+                    output_name(expr).is_some_and(|n| n.eq_ignore_ascii_case(name))
+                })
+        }
+        _ => false,
+    });
+    let item = matching.next()?;
+    matching.next().is_none().then_some(item)
+}
+
+/// The name of a column reference without its table (`T2.tire`: `tire`).
+fn output_name(expr: &Expr) -> Option<&str> {
+    match expr {
+        Expr::Identifier(ident) => Some(&ident.value),
+        Expr::CompoundIdentifier(parts) => parts.last().map(|ident| ident.value.as_str()),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -157,6 +191,25 @@ mod tests {
             "SELECT id FROM bicycle WHERE tire <> ALL (SELECT tire FROM bicycle WHERE type = 'BMX') ORDER BY id",
         );
         assert_eq!(rows, ["1", "2"]);
+    }
+
+    #[test]
+    fn a_subquery_of_several_columns_is_compared_on_the_one_named_as_the_left_side() {
+        let (fixed, rows) = repaired(
+            "SELECT id, tire * 2 AS width FROM bicycle WHERE type = 'Electric' AND tire * 2 < ALL (SELECT id, tire * 2 AS width FROM bicycle WHERE type = 'BMX')",
+        );
+        assert!(
+            fixed.contains("SELECT tire * 2 AS quantified_value FROM"),
+            "{fixed}"
+        );
+        assert_eq!(rows, ["1"]);
+        let (_, rows) = repaired(
+            "SELECT id FROM bicycle AS b WHERE b.tire > ALL (SELECT id, tire FROM bicycle WHERE type = 'BMX') ORDER BY id",
+        );
+        assert_eq!(rows, ["2"]);
+        // Two columns and neither is the compared one: no guess.
+        let sql = "SELECT id FROM bicycle WHERE tire < ALL (SELECT id, type FROM bicycle)";
+        assert!(super::fix(sql, "near \"ALL\": syntax error").is_none());
     }
 
     #[test]
