@@ -114,6 +114,18 @@ pub const UNIX_TIMES: Template = Template {
     text: include_str!("../prompts/unix_times.user.txt"),
 };
 
+/// What the direct prompts say over a database with columns of JSON
+/// objects, and with columns of JSON arrays.
+pub const JSON_OBJECTS: Template = Template {
+    name: "json_objects.user",
+    text: include_str!("../prompts/json_objects.user.txt"),
+};
+
+pub const JSON_ARRAYS: Template = Template {
+    name: "json_arrays.user",
+    text: include_str!("../prompts/json_arrays.user.txt"),
+};
+
 /// Greedy's and sc's frame when the question's calculation is written as
 /// a function first (`FunctionUse::First`), with one worked exchange.
 pub const FUNCTION_FIRST_SYSTEM: Template = Template {

@@ -2,7 +2,8 @@
 
 mod common;
 
-use common::{concert_singer, student_club};
+use common::{concert_singer, datasets, student_club};
+use iesr::db::json_shape::JsonShape;
 use iesr::db::{render_schema, IntrospectOptions, Schema, Value};
 
 #[test]
@@ -79,4 +80,32 @@ fn keys_of_generated_codes_are_shown_without_examples() {
     // Names and categories keep theirs.
     assert!(line("event_name TEXT").contains("e.g. '"), "{text}");
     assert!(line("status TEXT").contains("e.g. 'Open'"), "{text}");
+}
+
+#[test]
+fn a_column_of_json_objects_is_shown_with_its_keys() {
+    let yacht = datasets().join("logiccat/databases/yacht/yacht.sqlite");
+    let schema = Schema::load(&yacht, &IntrospectOptions::default()).unwrap();
+    let charters = schema.table("charters").unwrap();
+    let services = charters
+        .columns
+        .iter()
+        .find(|c| c.name == "Additional_Services")
+        .unwrap();
+    let Some(JsonShape::Object(keys)) = &services.json else {
+        panic!("{:?}", services.json)
+    };
+    assert!(keys.iter().any(|(key, _)| key == "Catering"), "{keys:?}");
+    let rendered = render_schema(&schema, 100_000);
+    assert!(
+        rendered.contains("Additional_Services TEXT, -- JSON object; keys: Catering (e.g. "),
+        "{rendered}"
+    );
+    // A column of plain text has no shape.
+    let status = charters
+        .columns
+        .iter()
+        .find(|c| c.name == "Payment_Status")
+        .unwrap();
+    assert_eq!(status.json, None);
 }

@@ -7,6 +7,7 @@ pub mod digest;
 pub mod executor;
 pub mod guard;
 mod implied_keys;
+pub mod json_shape;
 mod key_names;
 pub mod open;
 pub mod plain_names;

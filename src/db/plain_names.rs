@@ -231,6 +231,7 @@ mod tests {
             examples: Vec::new(),
             description: None,
             value_description: None,
+            json: None,
         }
     }
 

@@ -2,6 +2,7 @@
 //! well, and the comments carry row counts, descriptions and real example
 //! values. A size budget lowers the detail step by step until it fits.
 
+use super::json_shape::JsonShape;
 use super::schema::{quote_identifier, quote_literal, Column, Schema, Table};
 use super::value::Value;
 use std::fmt::Write;
@@ -164,7 +165,9 @@ fn column_comment(column: &Column, detail: Detail, examples: usize) -> String {
             parts.push(cut(note, detail.value_note_chars));
         }
     }
-    if examples > 0 && !column.examples.is_empty() {
+    if let Some(shape) = &column.json {
+        parts.push(json_comment(shape, examples > 0));
+    } else if examples > 0 && !column.examples.is_empty() {
         let examples: Vec<String> = column
             .examples
             .iter()
@@ -176,7 +179,33 @@ fn column_comment(column: &Column, detail: Detail, examples: usize) -> String {
     parts.join("; ")
 }
 
-fn example_literal(value: &Value) -> String {
+/// A JSON column's keys (an object's) or elements (an array's), in place of
+/// its examples, whose text is cut before most keys.
+fn json_comment(shape: &JsonShape, with_examples: bool) -> String {
+    match shape {
+        JsonShape::Object(keys) => {
+            let keys: Vec<String> = keys
+                .iter()
+                .map(|(key, example)| match example {
+                    Some(value) if with_examples => {
+                        format!("{key} (e.g. {})", example_literal(value))
+                    }
+                    _ => key.clone(),
+                })
+                .collect();
+            format!("JSON object; keys: {}", keys.join(", "))
+        }
+        JsonShape::Array(elements) if with_examples && !elements.is_empty() => {
+            let elements: Vec<String> = elements.iter().map(example_literal).collect();
+            format!("JSON array; elements e.g. {}", elements.join(", "))
+        }
+        JsonShape::Array(_) => "JSON array".to_string(),
+    }
+}
+
+/// `value` as the schema shows it: a text quoted as an SQL literal, on one
+/// line.
+pub fn example_literal(value: &Value) -> String {
     match value {
         Value::Text(s) => quote_literal(&one_line(s)),
         other => other.to_string(),
@@ -211,6 +240,7 @@ mod tests {
             examples,
             description: Some(format!("the {name} of the thing")),
             value_description: None,
+            json: None,
         }
     }
 
@@ -246,6 +276,30 @@ mod tests {
              id INTEGER PRIMARY KEY, -- the id of the thing; e.g. 1\n  \
              name TEXT, -- the name of the thing; e.g. 'it''s'\n  \
              parent INTEGER REFERENCES t0(id) -- the parent of the thing\n);\n"
+        );
+    }
+
+    #[test]
+    fn json_columns_show_their_keys_or_elements_in_place_of_cut_texts() {
+        let text = |s: &str| Value::Text(s.into());
+        let mut schema = schema(1);
+        let table = &mut schema.tables[0];
+        table.columns[1].examples = vec![text(r#"{"color": "red", "size": "M", "materi"#)];
+        table.columns[1].json = Some(JsonShape::Object(vec![
+            ("color".into(), Some(text("red"))),
+            ("note".into(), None),
+        ]));
+        table.columns[2].json = Some(JsonShape::Array(vec![text("gift"), Value::Integer(2)]));
+        let rendered = render_schema(&schema, 10_000);
+        assert!(
+            rendered.contains(
+                "name TEXT, -- the name of the thing; JSON object; keys: color (e.g. 'red'), note\n"
+            ),
+            "{rendered}"
+        );
+        assert!(
+            rendered.contains("-- the parent of the thing; JSON array; elements e.g. 'gift', 2\n"),
+            "{rendered}"
         );
     }
 

@@ -1,6 +1,7 @@
 //! What a database holds: tables, columns, keys, row counts, example values,
 //! and BIRD's per-table description files when they sit beside the database.
 
+use super::json_shape::{json_shape, JsonShape};
 use super::open::{open_read_only, Deadline};
 use super::value::Value;
 use crate::error::{Error, Result};
@@ -58,6 +59,8 @@ pub struct Column {
     pub description: Option<String>,
     /// Notes on what the stored values mean (BIRD `value_description`).
     pub value_description: Option<String>,
+    /// What the column's values are when they are JSON text.
+    pub json: Option<JsonShape>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -161,6 +164,7 @@ fn describe_table(
                 examples: Vec::new(),
                 description: None,
                 value_description: None,
+                json: None,
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
@@ -187,6 +191,8 @@ fn describe_table(
         deadline.arm(options.query_timeout);
         column.examples =
             bounded(examples(conn, &quoted, &column.name, options))?.unwrap_or_default();
+        deadline.arm(options.query_timeout);
+        column.json = bounded(json_shape(conn, &quoted, &column.name, &column.examples))?.flatten();
     }
     deadline.disarm();
     Ok(Table {

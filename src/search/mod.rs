@@ -9,6 +9,7 @@ pub mod extract;
 mod feedback;
 mod functions;
 mod iesr;
+mod json_reading;
 pub mod mcts;
 mod mentioned_values;
 pub mod name_constraint;
@@ -250,6 +251,8 @@ pub struct Engine {
     /// What the one-call prompts say about columns that hold dates as
     /// text (empty when none does).
     date_paragraphs: dates::Paragraphs,
+    /// What they say about columns of JSON text (empty when none is).
+    json_paragraph: String,
     /// Prompt tokens of the schema at its richest detail, to decide
     /// whether a question's prompt shows a focused schema.
     schema_full_tokens: usize,
@@ -292,6 +295,7 @@ impl Engine {
                 (thin, text)
             });
         let date_paragraphs = dates::Paragraphs::of(&schema);
+        let json_paragraph = json_reading::paragraph(&schema);
         let names = Arc::new(repair::SchemaNames::of(&schema));
         // One vocabulary serves both constraints: it is the costly part.
         let vocabulary = config
@@ -325,6 +329,7 @@ impl Engine {
             schema,
             schema_text,
             date_paragraphs,
+            json_paragraph,
             schema_full_tokens,
             thinned,
             names,
@@ -749,6 +754,7 @@ impl Engine {
             String::new()
         };
         paragraphs += &self.date_paragraphs.for_question(asked);
+        paragraphs += &self.json_paragraph;
         let Some(demonstrations) = &self.config.demonstrations else {
             return Ok(paragraphs);
         };

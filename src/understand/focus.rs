@@ -206,6 +206,7 @@ mod tests {
             examples: vec![example],
             description: Some(format!("the {name}")),
             value_description: None,
+            json: None,
         };
         let mut columns = vec![
             column("store_id", Value::Integer(7)),

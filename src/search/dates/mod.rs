@@ -173,7 +173,8 @@ fn written_dates_paragraph(schema: &Schema) -> String {
 }
 
 /// `table.column` of every column of `schema` that `holds`.
-fn columns_where(schema: &Schema, holds: impl Fn(&Column) -> bool) -> Vec<String> {
+/// `table.column` of every column of `schema` that `holds`.
+pub(super) fn columns_where(schema: &Schema, holds: impl Fn(&Column) -> bool) -> Vec<String> {
     schema
         .tables
         .iter()
@@ -186,7 +187,8 @@ fn columns_where(schema: &Schema, holds: impl Fn(&Column) -> bool) -> Vec<String
         .collect()
 }
 
-fn listed(columns: &[String]) -> String {
+/// The first columns of `columns`, as a paragraph names them.
+pub(super) fn listed(columns: &[String]) -> String {
     if columns.len() > MAX_COLUMNS {
         format!("{} and other columns", columns[..MAX_COLUMNS].join(", "))
     } else {
@@ -320,6 +322,7 @@ mod tests {
             examples: examples.iter().map(|e| Value::Text((*e).into())).collect(),
             description: None,
             value_description: None,
+            json: None,
         }
     }
 

@@ -208,6 +208,7 @@ mod tests {
             examples,
             description: None,
             value_description: None,
+            json: None,
         }
     }
 

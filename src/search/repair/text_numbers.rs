@@ -136,6 +136,7 @@ mod tests {
             examples,
             description: None,
             value_description: None,
+            json: None,
         }
     }
 

@@ -128,6 +128,7 @@ mod tests {
             examples: vec![Cell::Integer(example)],
             description: None,
             value_description: None,
+            json: None,
         };
         let table = |name: &str, columns: Vec<Column>| Table {
             name: name.into(),

@@ -157,6 +157,7 @@ mod tests {
             examples: examples.iter().map(|e| Value::Text((*e).into())).collect(),
             description: None,
             value_description: None,
+            json: None,
         };
         WrittenDates::of(&Schema {
             tables: vec![Table {
