@@ -238,8 +238,8 @@ impl SchemaNames {
     /// HAVING without aggregates made a filter, a comparison
     /// with ALL or ANY over a subquery made one SQLite runs, the first of
     /// several statements taken alone, a syntax slip
-    /// mended (a dot or a name broken apart, a cast inside another call,
-    /// AND for WHERE, a power operator).
+    /// mended (a dot or a name broken apart, a cast's type inside another
+    /// call or after its parenthesis, AND for WHERE, a power operator).
     /// Empty when there is no such fix.
     pub fn fixes(&self, error: &str, sql: &str) -> Vec<String> {
         if let Some(name) = after(error, "no such column:") {
@@ -270,6 +270,8 @@ impl SchemaNames {
             vec![rewritten]
         } else if let Some(first) = statements::first_statement(sql, error) {
             vec![first]
+        } else if error.contains("near \")\": syntax error") {
+            syntax::fix_near(sql, ")").into_iter().collect()
         } else if let Some(word) = syntax_error_near(error) {
             self.restore_dot(sql, word)
                 .into_iter()

@@ -1,9 +1,10 @@
-//! Two slips of syntax small models make, each with one clear fix: a
-//! type cast's `AS REAL` written inside another call (`SUM(x AS REAL)`,
-//! most often one `AS REAL)` more than the query has CASTs, as in
-//! `CAST(SUM(x) AS REAL) AS REAL)`), and a filter tied to the FROM clause
-//! with AND instead of WHERE (`FROM t AND x = 1`). SQLite reports both as
-//! a syntax error near the word, so each fix runs only for its word.
+//! Slips of syntax small models make, each with one clear fix: a type
+//! cast's `AS REAL` written inside another call (`SUM(x AS REAL)`, most
+//! often one `AS REAL)` more than the query has CASTs, as in
+//! `CAST(SUM(x) AS REAL) AS REAL)`) or after its own parenthesis
+//! (`CAST(a / b) AS REAL`), and a filter tied to the FROM clause with AND
+//! instead of WHERE (`FROM t AND x = 1`). SQLite reports each as a syntax
+//! error near a word, so each fix runs only for its word.
 
 use super::super::sql_text::{skip_spaces, units, Unit, CLAUSES_AFTER_FROM};
 
@@ -31,9 +32,86 @@ pub(super) fn fix_near(sql: &str, word: &str) -> Option<String> {
         drop_misplaced_casts(sql)
     } else if word.eq_ignore_ascii_case("and") || word.eq_ignore_ascii_case("or") {
         where_for_and(sql)
+    } else if word == ")" {
+        type_into_cast(sql)
     } else {
         None
     }
+}
+
+/// `sql` with the first CAST that closes without its type given the
+/// ` AS type` written after its parenthesis at the same level (`CAST(a /
+/// b) AS REAL / 1000`, `CAST(a / b) * 100 AS REAL AS ratio`), moved inside
+/// it; None when there is no such CAST, or no type follows it before the
+/// level's next item.
+fn type_into_cast(sql: &str) -> Option<String> {
+    let units = units(sql);
+    // Each open parenthesis: whether it is CAST's, and whether its AS was seen.
+    let mut open: Vec<(bool, bool)> = Vec::new();
+    for (i, &(at, unit)) in units.iter().enumerate() {
+        match unit {
+            Unit::Sign('(') => {
+                let before = (0..i)
+                    .rev()
+                    .find(|&b| !units[b].1.is_space())
+                    .map(|b| units[b].1);
+                let is_cast =
+                    matches!(before, Some(Unit::Word(w)) if w.eq_ignore_ascii_case("cast"));
+                open.push((is_cast, false));
+            }
+            Unit::Word(w) if w.eq_ignore_ascii_case("as") => {
+                if let Some(last) = open.last_mut() {
+                    last.1 = true;
+                }
+            }
+            Unit::Sign(')') => match open.pop() {
+                Some((true, false)) => {
+                    let (start, end) = type_after(sql, &units, i + 1)?;
+                    let written = &sql[start..end];
+                    let type_name = written.trim_start()[2..].trim_start();
+                    return Some(format!(
+                        "{} AS {type_name}{}{}",
+                        sql[..at].trim_end(),
+                        &sql[at..start],
+                        &sql[end..]
+                    ));
+                }
+                _ => continue,
+            },
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The byte range of the first ` AS type` from unit `from` on at the same
+/// level (spaces before AS included), before a comma, a FROM or the
+/// level's end; None when there is none there.
+fn type_after(sql: &str, units: &[(usize, Unit)], from: usize) -> Option<(usize, usize)> {
+    let mut depth = 0usize;
+    for j in from..units.len() {
+        match units[j].1 {
+            Unit::Sign('(') => depth += 1,
+            Unit::Sign(')') if depth == 0 => return None,
+            Unit::Sign(')') => depth -= 1,
+            Unit::Sign(',') if depth == 0 => return None,
+            Unit::Word(w) if depth == 0 && w.eq_ignore_ascii_case("from") => return None,
+            Unit::Word(w) if depth == 0 && w.eq_ignore_ascii_case("as") => {
+                let type_at = skip_spaces(units, j + 1);
+                return match units.get(type_at) {
+                    Some(&(start, Unit::Word(t)))
+                        if type_at > j + 1
+                            && TYPE_NAMES.iter().any(|n| t.eq_ignore_ascii_case(n)) =>
+                    {
+                        Some((sql[..units[j].0].trim_end().len(), start + t.len()))
+                    }
+                    _ => None,
+                };
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// What an open parenthesis is.
@@ -160,6 +238,34 @@ mod tests {
             .as_deref(),
             Some("SELECT CAST(CAST(SUM(SQRT((a / b) * c)) AS REAL) AS REAL) AS v FROM t")
         );
+    }
+
+    #[test]
+    fn a_type_written_after_its_cast_moves_inside_it() {
+        assert_eq!(
+            fix_near(
+                "SELECT CAST((3.15e7 * (12 - 8)) / (9.8 * 9e-7)) AS REAL / 3.15e7 AS years FROM mice",
+                ")"
+            )
+            .as_deref(),
+            Some("SELECT CAST((3.15e7 * (12 - 8)) / (9.8 * 9e-7) AS REAL) / 3.15e7 AS years FROM mice")
+        );
+        assert_eq!(
+            fix_near(
+                "SELECT CAST((a - b) / c) * 100 AS REAL AS ratio, d FROM t",
+                ")"
+            )
+            .as_deref(),
+            Some("SELECT CAST((a - b) / c AS REAL) * 100 AS ratio, d FROM t")
+        );
+        // A cast with its type, or none after it before the next item: no fix.
+        for sql in [
+            "SELECT CAST(a AS REAL) / b FROM t WHERE (c)",
+            "SELECT CAST(a / b) AS ratio FROM t",
+            "SELECT CAST(a / b), c AS REAL FROM t",
+        ] {
+            assert_eq!(fix_near(sql, ")"), None, "{sql}");
+        }
     }
 
     #[test]
