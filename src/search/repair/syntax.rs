@@ -50,15 +50,7 @@ fn type_into_cast(sql: &str) -> Option<String> {
     let mut open: Vec<(bool, bool)> = Vec::new();
     for (i, &(at, unit)) in units.iter().enumerate() {
         match unit {
-            Unit::Sign('(') => {
-                let before = (0..i)
-                    .rev()
-                    .find(|&b| !units[b].1.is_space())
-                    .map(|b| units[b].1);
-                let is_cast =
-                    matches!(before, Some(Unit::Word(w)) if w.eq_ignore_ascii_case("cast"));
-                open.push((is_cast, false));
-            }
+            Unit::Sign('(') => open.push((opened(&units, i) == Open::Cast, false)),
             Unit::Word(w) if w.eq_ignore_ascii_case("as") => {
                 if let Some(last) = open.last_mut() {
                     last.1 = true;
@@ -122,6 +114,22 @@ enum Open {
     Group,
 }
 
+/// What the parenthesis at unit `i` opens: only one right after a word
+/// (spaces between allowed) is that word's call.
+fn opened(units: &[(usize, Unit)], i: usize) -> Open {
+    let before = (0..i)
+        .rev()
+        .find(|&b| !units[b].1.is_space())
+        .map(|b| units[b].1);
+    match before {
+        Some(Unit::Word(w)) if w.eq_ignore_ascii_case("cast") => Open::Cast,
+        Some(Unit::Word(w)) if !NOT_CALLS.iter().any(|k| w.eq_ignore_ascii_case(k)) => {
+            Open::OtherCall
+        }
+        _ => Open::Group,
+    }
+}
+
 /// `sql` without each ` AS type` whose innermost open parenthesis is a
 /// call other than CAST's; None when there is none.
 fn drop_misplaced_casts(sql: &str) -> Option<String> {
@@ -131,21 +139,7 @@ fn drop_misplaced_casts(sql: &str) -> Option<String> {
     let mut dropped: Vec<std::ops::Range<usize>> = Vec::new();
     for (i, &(at, unit)) in units.iter().enumerate() {
         match unit {
-            Unit::Sign('(') => {
-                // Only a parenthesis right after a word (spaces between
-                // allowed) is that word's call.
-                let before = (0..i)
-                    .rev()
-                    .find(|&b| !units[b].1.is_space())
-                    .map(|b| units[b].1);
-                open.push(match before {
-                    Some(Unit::Word(w)) if w.eq_ignore_ascii_case("cast") => Open::Cast,
-                    Some(Unit::Word(w)) if !NOT_CALLS.iter().any(|k| w.eq_ignore_ascii_case(k)) => {
-                        Open::OtherCall
-                    }
-                    _ => Open::Group,
-                });
-            }
+            Unit::Sign('(') => open.push(opened(&units, i)),
             Unit::Sign(')') => {
                 open.pop();
             }
