@@ -6,28 +6,51 @@
 //! an array is tested for an element by the element's quoted text, since
 //! the name constraint keeps `json_each` out of a FROM clause.
 
-use super::dates::{columns_where, listed};
+use super::dates::listed;
 use crate::db::json_shape::JsonShape;
 use crate::db::render::example_literal;
 use crate::db::{Schema, Value};
 use crate::prompts::{JSON_ARRAYS, JSON_OBJECTS};
 
 /// The paragraphs for `schema`, one for its columns of JSON objects and
-/// one for those of arrays, each with a reading of its first column;
-/// empty for a schema without JSON columns.
+/// one for those of arrays, each with a reading of the first column that
+/// has one; empty for a schema without JSON columns.
 pub(super) fn paragraph(schema: &Schema) -> String {
+    let columns: Vec<(String, &JsonShape)> = schema
+        .tables
+        .iter()
+        .flat_map(|table| {
+            table.columns.iter().filter_map(move |column| {
+                Some((
+                    format!("{}.{}", table.name, column.name),
+                    column.json.as_ref()?,
+                ))
+            })
+        })
+        .collect();
+    let named = |is_object: bool| -> Vec<String> {
+        columns
+            .iter()
+            .filter(|(_, shape)| matches!(shape, JsonShape::Object(_)) == is_object)
+            .map(|(name, _)| name.clone())
+            .collect()
+    };
     let mut text = String::new();
-    let objects = columns_where(schema, |c| matches!(c.json, Some(JsonShape::Object(_))));
-    if let Some(example) = first_reading(schema, object_reading) {
+    if let Some(example) = columns
+        .iter()
+        .find_map(|(name, shape)| object_reading(name, shape))
+    {
         let rendered =
-            JSON_OBJECTS.render(&[("columns", &listed(&objects)), ("example", &example)]);
+            JSON_OBJECTS.render(&[("columns", &listed(&named(true))), ("example", &example)]);
         text += rendered.trim_end();
         text.push('\n');
     }
-    let arrays = columns_where(schema, |c| matches!(c.json, Some(JsonShape::Array(_))));
-    if let (Some(column), Some(element)) = (arrays.first(), first_reading(schema, first_element)) {
+    let array_example = columns
+        .iter()
+        .find_map(|(name, shape)| Some((name, first_element(shape)?)));
+    if let Some((column, element)) = array_example {
         let rendered = JSON_ARRAYS.render(&[
-            ("columns", &listed(&arrays)),
+            ("columns", &listed(&named(false))),
             ("column", column),
             ("element", &element),
         ]);
@@ -35,19 +58,6 @@ pub(super) fn paragraph(schema: &Schema) -> String {
         text.push('\n');
     }
     text
-}
-
-/// `reading` of the first column it reads, as `table.column`.
-fn first_reading(
-    schema: &Schema,
-    reading: fn(&str, &JsonShape) -> Option<String>,
-) -> Option<String> {
-    schema.tables.iter().find_map(|table| {
-        table.columns.iter().find_map(|column| {
-            let name = format!("{}.{}", table.name, column.name);
-            reading(&name, column.json.as_ref()?)
-        })
-    })
 }
 
 /// `t.c ->> 'key' = value` for an object column's first key (the form a
@@ -65,7 +75,7 @@ fn object_reading(column: &str, shape: &JsonShape) -> Option<String> {
 }
 
 /// An array column's first text element, bare (for a LIKE pattern).
-fn first_element(_column: &str, shape: &JsonShape) -> Option<String> {
+fn first_element(shape: &JsonShape) -> Option<String> {
     let JsonShape::Array(elements) = shape else {
         return None;
     };
@@ -123,6 +133,23 @@ mod tests {
              JSON: orders.tags hold JSON arrays; json_array_length(orders.tags) counts the \
              elements of one, and orders.tags LIKE '%\"gift\"%' tests it for a text element.\n"
         );
+    }
+
+    #[test]
+    fn the_array_example_reads_the_column_whose_element_it_shows() {
+        let numbers = JsonShape::Array(vec![Value::Integer(3)]);
+        let tags = JsonShape::Array(vec![Value::Text("gift".into())]);
+        let text = paragraph(&schema(vec![
+            column("sizes", Some(numbers)),
+            column("tags", Some(tags)),
+        ]));
+        assert!(
+            text.contains(
+                "JSON: orders.sizes, orders.tags hold JSON arrays; json_array_length(orders.tags)"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("orders.tags LIKE '%\"gift\"%'"), "{text}");
     }
 
     #[test]

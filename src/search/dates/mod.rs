@@ -173,8 +173,7 @@ fn written_dates_paragraph(schema: &Schema) -> String {
 }
 
 /// `table.column` of every column of `schema` that `holds`.
-/// `table.column` of every column of `schema` that `holds`.
-pub(super) fn columns_where(schema: &Schema, holds: impl Fn(&Column) -> bool) -> Vec<String> {
+fn columns_where(schema: &Schema, holds: impl Fn(&Column) -> bool) -> Vec<String> {
     schema
         .tables
         .iter()
