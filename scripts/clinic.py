@@ -102,5 +102,4 @@ Q = [
     ("How many prescriptions last longer than 30 days?", "SELECT COUNT(*) FROM prescriptions WHERE days > 30"),
     ("Which city has the most smokers?", "SELECT city FROM patients WHERE smoker = 1 GROUP BY city ORDER BY COUNT(*) DESC LIMIT 1"),
 ]
-dev = [{"db_id": db, "question": q, "query": s} for q, s in Q]
-write_questions(out, dev)
+write_questions(out, [(db, q, s) for q, s in Q])

@@ -3,7 +3,7 @@
 every gold query answers something a run can be scored against.
 
 Each script calls `out_dir(__doc__)` for its one argument, `database(out,
-name)` for every database it fills, and `write_questions(out, records)`
+name)` for every database it fills, and `write_questions(out, questions)`
 once at the end.
 """
 import json
@@ -31,13 +31,15 @@ def database(out, name):
     return sqlite3.connect(path)
 
 
-def write_questions(out, records):
-    """Check each record's gold query and write them all as OUT_DIR/dev.json.
+def write_questions(out, questions):
+    """Check the gold query of each (database, question, gold query) triple
+    and write them all as OUT_DIR/dev.json, in Spider's record layout.
 
     A gold query must return a row, and one asking for the top group by a
     count (`ORDER BY COUNT(*) DESC LIMIT 1`) must have a single top group:
     otherwise a right answer could be scored wrong.
     """
+    records = [{"db_id": db, "question": q, "query": sql} for db, q, sql in questions]
     connections = {}
     for record in records:
         db = record["db_id"]

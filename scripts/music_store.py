@@ -112,5 +112,4 @@ Q=[
 ("Which customers live in the same city as their support representative? Give their first names.","SELECT c.first_name FROM customers c JOIN employees e ON c.support_rep_id=e.employee_id WHERE c.city=e.city"),
 ("Name the playlists that contain no Rock track.","SELECT name FROM playlists WHERE playlist_id NOT IN (SELECT pt.playlist_id FROM playlist_tracks pt JOIN tracks t ON pt.track_id=t.track_id JOIN genres g ON t.genre_id=g.genre_id WHERE g.name='Rock')"),
 ]
-dev=[{"db_id":db,"question":q,"query":s} for q,s in Q]
-write_questions(out, dev)
+write_questions(out, [(db, q, s) for q, s in Q])

@@ -124,4 +124,4 @@ Q = [
     ('restaurant', 'Which menu group sold the most items?',
      'SELECT m."group" FROM order_line l JOIN menu_item m ON l.item_id = m.item_id GROUP BY m."group" ORDER BY SUM(l.quantity) DESC LIMIT 1'),
 ]
-write_questions(out, [{"db_id": db, "question": q, "query": s} for db, q, s in Q])
+write_questions(out, Q)

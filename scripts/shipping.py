@@ -118,5 +118,4 @@ Q = [
     ("What is the average weight, in kilograms, of a shipment to Madrid?",
      "SELECT AVG(s.weight_g) / 1000.0 FROM shipments s JOIN warehouses w ON s.destination_id = w.warehouse_id WHERE w.city = 'Madrid'"),
 ]
-dev = [{"db_id": db, "question": q, "query": s} for q, s in Q]
-write_questions(out, dev)
+write_questions(out, [(db, q, s) for q, s in Q])

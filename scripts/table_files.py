@@ -147,6 +147,6 @@ for db, paths in [('sales_2024', sales), ('company', company)]:
     for path in paths:
         command += ['--table', str(path)]
     subprocess.run(command, check=True)
-    dev += [{'db_id': db, 'question': q, 'query': sql} for q, sql in questions[db]]
+    dev += [(db, q, sql) for q, sql in questions[db]]
 write_questions(out, dev)
 print(f'{len(dev)} questions in {out / "dev.json"}')

@@ -131,8 +131,7 @@ def main():
     out = out_dir(__doc__)
     shop_import(out)
     city_stats(out)
-    records = [{"db_id": db, "question": q, "query": sql} for db, q, sql in QUESTIONS]
-    write_questions(out, records)
+    write_questions(out, QUESTIONS)
 
 
 if __name__ == "__main__":

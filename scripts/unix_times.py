@@ -104,8 +104,7 @@ def main():
     out = out_dir(__doc__)
     shop_events(out)
     sensor_log(out)
-    records = [{"db_id": db, "question": q, "query": sql} for db, q, sql in QUESTIONS]
-    write_questions(out, records)
+    write_questions(out, QUESTIONS)
 
 
 if __name__ == "__main__":

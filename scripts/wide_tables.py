@@ -127,8 +127,7 @@ def main():
     out = out_dir(__doc__)
     store_stats(out)
     indicators(out)
-    records = [{"db_id": db, "question": q, "query": sql} for db, q, sql in QUESTIONS]
-    write_questions(out, records)
+    write_questions(out, QUESTIONS)
 
 
 if __name__ == "__main__":

@@ -94,8 +94,7 @@ def main():
     out = out_dir(__doc__)
     orders_us(out)
     bookings_eu(out)
-    records = [{"db_id": db, "question": q, "query": sql} for db, q, sql in QUESTIONS]
-    write_questions(out, records)
+    write_questions(out, QUESTIONS)
 
 
 if __name__ == "__main__":
