@@ -14,9 +14,10 @@
 //! parenthesis or the query's end) while a column named before it (bare,
 //! or under an alias of a table that lacks it) is in none of its tables;
 //! after a table's alias only a join, a comma or a clause may follow (a
-//! join's keywords in order), so no clause written as an alias ends it,
-//! and no SQL keyword is a table's alias. A query that named a column
-//! may not end without a FROM. A level that repeats the two around it (a
+//! join's keywords in order), so no clause written as an alias ends it
+//! (nor, while the FROM may not end, a word on the next line, a quoted one
+//! or a comment), and no SQL keyword is a table's alias. A query that
+//! named a column may not end without a FROM. A level that repeats the two around it (a
 //! loop) is refused. What cannot be ruled out yet is allowed; the name
 //! repairs check the whole query afterwards. Where none of the model's
 //! likeliest tokens is allowed (it holds to a name the schema lacks), the
@@ -438,6 +439,21 @@ impl SchemaVocabulary {
                             next = Next::Any;
                         }
                         let judged = here >= new_from && !quoted.iter().any(|r| r.contains(&here));
+                        // Straight after a table, while the FROM may not
+                        // end, no sign but a list's or a call's: a quoted
+                        // alias or a comment (`FROM phones ``()`, `FROM
+                        // phones -- ...`) is the model closing its answer,
+                        // which the FROM refused.
+                        let sign_after_table = here >= new_from
+                            && !matches!(c, ',' | '.' | '(' | ')')
+                            && !c.is_whitespace()
+                            && text[..offset].trim().is_empty()
+                            && matches!(spans.get(i.wrapping_sub(1)), Some((Piece::Word(w), _))
+                                if scopes.last().and_then(|s| s.last_table.as_deref())
+                                    == Some(w.to_lowercase().as_str()));
+                        if sign_after_table && self.leaves_names_unbound(&scopes, with_query) {
+                            return false;
+                        }
                         // SQL has no use for these outside quotes, nor for a
                         // parenthesis that closes none (`Cast(x AS REAL) AS
                         // REAL)`).
@@ -591,11 +607,17 @@ impl SchemaVocabulary {
                 // and leaves the table's name unusable as a qualifier
                 // (judged once the word ends: ` in` may grow into
                 // `inner`), nor, while the FROM may not end, a clause
-                // spelt as an alias (`FROM t HAVIN x > 1`, `UNORDERED BY`).
+                // spelt as an alias (`FROM t HAVIN x > 1`, `UNORDERED BY`)
+                // or a word on a line of its own (`FROM phones\nUNPIVOT`):
+                // an alias follows its table on the same line, and a line
+                // that begins after the table begins a clause or a join.
                 Slot::NewAlias => {
+                    // (A join's word may still be growing there.)
+                    let on_a_new_line = spans[i - 1].0.text().contains('\n')
+                        && !(growing && JOIN_WORDS.iter().any(|w| w.starts_with(&lower)));
                     !(binds_table_alias
                         && (!growing && is_sql_word(&lower)
-                            || looks_like_a_clause(&lower)
+                            || (looks_like_a_clause(&lower) || on_a_new_line)
                                 && self.leaves_names_unbound(&scopes, with_query)))
                 }
                 // A WITH query or a subquery source brings names the schema

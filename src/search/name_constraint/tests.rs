@@ -394,10 +394,36 @@ fn after_a_table_alias_the_from_continues_or_ends() {
         [true, true, true, true]
     );
     assert_eq!(verdicts(&[select, " T1,", " concert"]), [true, true, true]);
-    // Nor is a clause spelt as an alias.
-    for alias in [" HAVINGS", " UNORDERED", " Hav", " AS WHE"] {
+    // Nor is a clause spelt as an alias, nor a word on the next line.
+    for alias in [
+        " HAVINGS",
+        " UNORDERED",
+        " Hav",
+        " AS WHE",
+        "\nUN",
+        "\n  T1",
+    ] {
         assert_eq!(verdicts(&[select, alias]), [true, false], "{alias}");
     }
+    assert_eq!(verdicts(&[select, "\n", "UNPIVOT"]), [true, true, false]);
+    assert_eq!(verdicts(&[select, "\nJOIN concert"]), [true, true]);
+    assert_eq!(verdicts(&[select, "\n", "J", "OIN concert"]), [true; 4]);
+    assert_eq!(verdicts(&[select, "\nIN", "NER JOIN concert"]), [true; 3]);
+    assert_eq!(verdicts(&[select, " T1\n", "JOIN concert"]), [true; 3]);
+    for escape in [
+        " ``",
+        " `T1`",
+        " \"T1\"",
+        "\n``Database",
+        " -- the rest",
+        "\n/*",
+    ] {
+        assert_eq!(verdicts(&[select, escape]), [true, false], "{escape}");
+    }
+    assert_eq!(
+        verdicts(&[select, " JOIN `concert`", " ON 1 = 1"]),
+        [true; 3]
+    );
     // A join's keywords come in order.
     assert_eq!(verdicts(&[select, " T1 LEFt", " 13"]), [true, true, false]);
     assert_eq!(verdicts(&[select, " LEFT", " Age"]), [true, true, false]);
@@ -411,6 +437,7 @@ fn after_a_table_alias_the_from_continues_or_ends() {
     let from = "```sql\nSELECT Name FROM singer";
     assert_eq!(verdicts(&[from, " T1 ", "ORDER BY Age"]), [true; 3]);
     assert_eq!(verdicts(&[from, " ord", " WHERE Age > 1"]), [true; 3]);
+    assert_eq!(verdicts(&[from, "\nT1", " WHERE Age > 1"]), [true; 3]);
     assert_eq!(
         verdicts(&[from, " LEFT", " JOIN concert", " USING", " (Name)"]),
         [true; 5]
