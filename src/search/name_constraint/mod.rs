@@ -17,11 +17,12 @@
 //! join's keywords in order), so no clause written as an alias ends it
 //! (nor, while the FROM may not end, a word on the next line, a quoted one
 //! or a comment), and no SQL keyword is a table's alias. A query that
-//! named a column may not end without a FROM. A level that repeats the two around it (a
-//! loop) is refused. What cannot be ruled out yet is allowed; the name
-//! repairs check the whole query afterwards. Where none of the model's
-//! likeliest tokens is allowed (it holds to a name the schema lacks), the
-//! sampler looks for one among the tokens that are part of a name.
+//! named a column may not end without a FROM. A level that repeats the
+//! two around it (a loop) is refused. What cannot be ruled out yet is
+//! allowed; the name repairs check the whole query afterwards. Where none
+//! of the model's likeliest tokens is allowed (it holds to a name the
+//! schema lacks), the sampler looks for one among the tokens that are part
+//! of a name.
 
 mod join_syntax;
 mod spans;
