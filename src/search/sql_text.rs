@@ -443,10 +443,11 @@ fn offset_in(sql: &str, piece: &str) -> usize {
     piece.as_ptr() as usize - sql.as_ptr() as usize
 }
 
-/// The dot of a qualified name, with any quotes around it: `T1.x`,
-/// `"T1"."x"`, `T1."x"`.
+/// The dot of a qualified name, with any quotes or spaces around it:
+/// `T1.x`, `"T1"."x"`, `T1."x"`, `T1. x` (SQLite reads that as `T1.x`).
 pub(super) fn is_dot(piece: &Piece<'_>) -> bool {
-    matches!(piece, Piece::Other(t) if t.trim_matches(|c| c == '"' || c == '`') == ".")
+    matches!(piece, Piece::Other(t)
+        if t.trim_matches(|c: char| c == '"' || c == '`' || c.is_whitespace()) == ".")
 }
 
 /// Nothing but whitespace between two pieces.
@@ -681,6 +682,16 @@ mod tests {
         assert_eq!(
             replace_qualified(sql, ("T2", "Total"), ("T1", "Total")).as_deref(),
             Some(r#"SELECT T1.Total, "T1"."Total", T2.Totals FROM a AS T1 JOIN b AS T2"#)
+        );
+        // Spaces around the dot: SQLite reads the same name.
+        assert_eq!(
+            replace_qualified(
+                "SELECT e. eff FROM t WHERE e .eff < 1",
+                ("e", "eff"),
+                ("t", "eff")
+            )
+            .as_deref(),
+            Some("SELECT t. eff FROM t WHERE t .eff < 1")
         );
     }
 

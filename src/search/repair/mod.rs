@@ -15,8 +15,9 @@
 //! (`redecode`). A query whose text ended too soon is ended where it last
 //! could be (`cut`), or, when it looped before its FROM, written on from a
 //! FROM after the loop's first turn (`looped`). A type cast inside another
-//! call, or a filter joined to the FROM clause by AND, is mended
-//! (`syntax`); a comparison with ALL, ANY or SOME over a subquery, which
+//! call, a filter joined to the FROM clause by AND, or an AS where
+//! SQLite takes none (opening a condition, naming a CASE branch), is
+//! mended (`syntax`); a comparison with ALL, ANY or SOME over a subquery, which
 //! SQLite lacks, compares with the subquery's extreme or becomes an IN
 //! (`quantified`); an aggregate of aggregates (`MAX(COUNT(*))`) is
 //! computed over a derived table of the groups (`nested`); of a reply's
@@ -239,7 +240,8 @@ impl SchemaNames {
     /// with ALL or ANY over a subquery made one SQLite runs, the first of
     /// several statements taken alone, a syntax slip
     /// mended (a dot or a name broken apart, a cast's type inside another
-    /// call or after its parenthesis, AND for WHERE, a power operator).
+    /// call or after its parenthesis, AND for WHERE, an AS opening a
+    /// condition or naming a CASE branch, a power operator).
     /// Empty when there is no such fix.
     pub fn fixes(&self, error: &str, sql: &str) -> Vec<String> {
         if let Some(name) = after(error, "no such column:") {

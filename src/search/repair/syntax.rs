@@ -2,9 +2,13 @@
 //! cast's `AS REAL` written inside another call (`SUM(x AS REAL)`, most
 //! often one `AS REAL)` more than the query has CASTs, as in
 //! `CAST(SUM(x) AS REAL) AS REAL)`) or after its own parenthesis
-//! (`CAST(a / b) AS REAL`), and a filter tied to the FROM clause with AND
-//! instead of WHERE (`FROM t AND x = 1`). SQLite reports each as a syntax
-//! error near a word, so each fix runs only for its word.
+//! (`CAST(a / b) AS REAL`), a filter tied to the FROM clause with AND
+//! instead of WHERE (`FROM t AND x = 1`), an AS written where a condition
+//! begins (`AND AS aspiration = 'Turbo'`: the model, refused a column its
+//! tables lack, escaped through the keyword that begins the name) and an
+//! alias given to a CASE branch (`ELSE a - b AS "Left" END`). SQLite
+//! reports each as a syntax error near a word, so each fix runs only for
+//! its word.
 
 use super::super::sql_text::{skip_spaces, units, Unit, CLAUSES_AFTER_FROM};
 
@@ -30,6 +34,8 @@ const ALSO_AFTER_TABLES: [&str; 4] = ["on", "using", "window", "select"];
 pub(super) fn fix_near(sql: &str, word: &str) -> Option<String> {
     if word.eq_ignore_ascii_case("as") {
         drop_misplaced_casts(sql)
+            .or_else(|| drop_as_opening_a_condition(sql))
+            .or_else(|| drop_alias_before_end(sql))
     } else if word.eq_ignore_ascii_case("and") || word.eq_ignore_ascii_case("or") {
         where_for_and(sql)
     } else if word == ")" {
@@ -166,17 +172,103 @@ fn drop_misplaced_casts(sql: &str) -> Option<String> {
             _ => {}
         }
     }
+    without(sql, &dropped)
+}
+
+/// Words after which a condition begins, where AS can only be a slip.
+const CONDITION_STARTS: &[&str] = &["where", "and", "or", "on", "having", "when", "not"];
+
+/// `sql` without each AS (and the spaces after it) that directly follows a
+/// word beginning a condition (`WHERE AS x`); None when there is none.
+fn drop_as_opening_a_condition(sql: &str) -> Option<String> {
+    let units = units(sql);
+    let dropped: Vec<std::ops::Range<usize>> = units
+        .iter()
+        .enumerate()
+        .filter(|&(i, &(_, unit))| {
+            matches!(unit, Unit::Word(w) if w.eq_ignore_ascii_case("as"))
+                && word_before(&units, i)
+                    .is_some_and(|b| CONDITION_STARTS.iter().any(|k| b.eq_ignore_ascii_case(k)))
+        })
+        .map(|(i, &(at, _))| at..byte_at(sql, &units, skip_spaces(&units, i + 1)))
+        .collect();
+    without(sql, &dropped)
+}
+
+/// `sql` without each ` AS name` that directly precedes an END: an alias
+/// given inside a CASE (`ELSE a - b AS "Left" END`), where SQLite takes
+/// none. None when there is none.
+fn drop_alias_before_end(sql: &str) -> Option<String> {
+    let units = units(sql);
+    let mut dropped = Vec::new();
+    for (i, &(at, unit)) in units.iter().enumerate() {
+        if !matches!(unit, Unit::Word(w) if w.eq_ignore_ascii_case("as")) {
+            continue;
+        }
+        let name_at = skip_spaces(&units, i + 1);
+        let Some(name_end) = name_end(&units, name_at) else {
+            continue;
+        };
+        let next = skip_spaces(&units, name_end);
+        if matches!(units.get(next), Some((_, Unit::Word(w))) if w.eq_ignore_ascii_case("end")) {
+            dropped.push(
+                sql[..at].trim_end().len()..units[name_end - 1].0 + unit_len(units[name_end - 1].1),
+            );
+        }
+    }
+    without(sql, &dropped)
+}
+
+/// The index just past the name (a word, or a name in double quotes,
+/// backquotes or brackets) beginning at unit `at`; None when none does.
+fn name_end(units: &[(usize, Unit<'_>)], at: usize) -> Option<usize> {
+    match units.get(at)?.1 {
+        Unit::Word(_) => Some(at + 1),
+        Unit::Sign(open @ ('"' | '`' | '[')) => {
+            let close = if open == '[' { ']' } else { open };
+            let last = (at + 1..units.len()).find(|&j| units[j].1 == Unit::Sign(close))?;
+            Some(last + 1)
+        }
+        _ => None,
+    }
+}
+
+/// The length in bytes of a unit's text.
+fn unit_len(unit: Unit<'_>) -> usize {
+    match unit {
+        Unit::Word(text) | Unit::Literal(text) => text.len(),
+        Unit::Sign(c) => c.len_utf8(),
+    }
+}
+
+/// The byte offset of unit `at` (the text's end past the last unit).
+fn byte_at(sql: &str, units: &[(usize, Unit<'_>)], at: usize) -> usize {
+    units.get(at).map_or(sql.len(), |&(offset, _)| offset)
+}
+
+/// The word before unit `i`, spaces skipped; None when a sign or nothing
+/// comes before it.
+fn word_before<'a>(units: &[(usize, Unit<'a>)], i: usize) -> Option<&'a str> {
+    match (0..i).rev().map(|b| units[b].1).find(|u| !u.is_space())? {
+        Unit::Word(w) => Some(w),
+        _ => None,
+    }
+}
+
+/// `sql` without the byte ranges `dropped` (in order, not overlapping);
+/// None when there are none.
+fn without(sql: &str, dropped: &[std::ops::Range<usize>]) -> Option<String> {
     if dropped.is_empty() {
         return None;
     }
-    let mut fixed = String::with_capacity(sql.len());
+    let mut kept = String::with_capacity(sql.len());
     let mut kept_from = 0;
     for range in dropped {
-        fixed.push_str(&sql[kept_from..range.start]);
+        kept.push_str(&sql[kept_from..range.start]);
         kept_from = range.end;
     }
-    fixed.push_str(&sql[kept_from..]);
-    Some(fixed)
+    kept.push_str(&sql[kept_from..]);
+    Some(kept)
 }
 
 /// `sql` with the first AND (or OR) that directly follows a FROM clause's
@@ -269,6 +361,49 @@ mod tests {
             "SELECT (x) AS REAL FROM t",
             "SELECT x FROM t WHERE y IN (SELECT z AS real)",
             "SELECT 'SUM(x AS REAL)' FROM t",
+        ] {
+            assert_eq!(fix_near(sql, "AS"), None, "{sql}");
+        }
+    }
+
+    #[test]
+    fn an_as_opening_a_condition_is_dropped() {
+        assert_eq!(
+            fix_near(
+                "SELECT x FROM engineperformance WHERE Engine_ID IN (SELECT 1)\n  AND AS aspiration = 'Turbocharged'",
+                "AS"
+            )
+            .as_deref(),
+            Some("SELECT x FROM engineperformance WHERE Engine_ID IN (SELECT 1)\n  AND aspiration = 'Turbocharged'")
+        );
+        assert_eq!(
+            fix_near("SELECT a FROM t WHERE as b = 1", "as").as_deref(),
+            Some("SELECT a FROM t WHERE b = 1")
+        );
+    }
+
+    #[test]
+    fn an_alias_inside_a_case_is_dropped() {
+        assert_eq!(
+            fix_near(
+                "SELECT CASE WHEN a < 3 THEN 'ok' ELSE 'left: ' || CAST(a - b AS REAL) - 3 AS \"Left to sell\" END FROM t",
+                "AS"
+            )
+            .as_deref(),
+            Some("SELECT CASE WHEN a < 3 THEN 'ok' ELSE 'left: ' || CAST(a - b AS REAL) - 3 END FROM t")
+        );
+        assert_eq!(
+            fix_near("SELECT CASE WHEN a THEN b AS c END AS d FROM t", "AS").as_deref(),
+            Some("SELECT CASE WHEN a THEN b END AS d FROM t")
+        );
+    }
+
+    #[test]
+    fn aliases_where_sqlite_takes_them_are_left_alone() {
+        for sql in [
+            "SELECT CASE WHEN a THEN b END AS d FROM t AS u WHERE u.x = 1",
+            "SELECT a AS and_b FROM t",
+            "SELECT a FROM t WHERE b = 'AND AS c' AND d = 1",
         ] {
             assert_eq!(fix_near(sql, "AS"), None, "{sql}");
         }
