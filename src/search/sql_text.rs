@@ -91,6 +91,12 @@ pub(super) fn skip_spaces(units: &[(usize, Unit<'_>)], mut at: usize) -> usize {
     at
 }
 
+/// The byte offset where unit `at` of `sql`'s `units` starts (the text's
+/// end past the last unit).
+pub(super) fn unit_offset(sql: &str, units: &[(usize, Unit<'_>)], at: usize) -> usize {
+    units.get(at).map_or(sql.len(), |&(offset, _)| offset)
+}
+
 /// The units of `sql`, each with its byte offset: what walkers that track
 /// parentheses or signs read, so a sign inside a literal is never taken
 /// for one of the query's own.

@@ -5,7 +5,7 @@
 //! operands next to it, the rightmost first, so `a ** b ** c` reads as
 //! `a ** (b ** c)`, as in Python.
 
-use super::super::sql_text::{skip_spaces, units, Unit};
+use super::super::sql_text::{skip_spaces, unit_offset, units, Unit};
 
 /// Rewrites made on one query at most, so a text of nothing but operators
 /// cannot keep the repair busy.
@@ -45,8 +45,7 @@ fn rewrite_last(sql: &str) -> Option<String> {
     let base_start = operand_before(&units, base_end)?;
     let exponent_start = skip_spaces(&units, at + 1);
     let exponent_end = operand_after(&units, exponent_start)?;
-    // Byte offset where unit `i` starts (the text's end past the last).
-    let offset = |i: usize| units.get(i).map_or(sql.len(), |&(o, _)| o);
+    let offset = |i: usize| unit_offset(sql, &units, i);
     Some(format!(
         "{}POWER({}, {}){}",
         &sql[..offset(base_start)],

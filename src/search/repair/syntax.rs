@@ -10,7 +10,7 @@
 //! reports each as a syntax error near a word, so each fix runs only for
 //! its word.
 
-use super::super::sql_text::{skip_spaces, units, Unit, CLAUSES_AFTER_FROM};
+use super::super::sql_text::{skip_spaces, unit_offset, units, Unit, CLAUSES_AFTER_FROM};
 
 /// Type names a cast converts to, as SQLite and the models write them.
 const TYPE_NAMES: &[&str] = &[
@@ -123,11 +123,7 @@ enum Open {
 /// What the parenthesis at unit `i` opens: only one right after a word
 /// (spaces between allowed) is that word's call.
 fn opened(units: &[(usize, Unit)], i: usize) -> Open {
-    let before = (0..i)
-        .rev()
-        .find(|&b| !units[b].1.is_space())
-        .map(|b| units[b].1);
-    match before {
+    match unit_before(units, i) {
         Some(Unit::Word(w)) if w.eq_ignore_ascii_case("cast") => Open::Cast,
         Some(Unit::Word(w)) if !NOT_CALLS.iter().any(|k| w.eq_ignore_ascii_case(k)) => {
             Open::OtherCall
@@ -190,7 +186,7 @@ fn drop_as_opening_a_condition(sql: &str) -> Option<String> {
                 && word_before(&units, i)
                     .is_some_and(|b| CONDITION_STARTS.iter().any(|k| b.eq_ignore_ascii_case(k)))
         })
-        .map(|(i, &(at, _))| at..byte_at(sql, &units, skip_spaces(&units, i + 1)))
+        .map(|(i, &(at, _))| at..unit_offset(sql, &units, skip_spaces(&units, i + 1)))
         .collect();
     without(sql, &dropped)
 }
@@ -211,9 +207,7 @@ fn drop_alias_before_end(sql: &str) -> Option<String> {
         };
         let next = skip_spaces(&units, name_end);
         if matches!(units.get(next), Some((_, Unit::Word(w))) if w.eq_ignore_ascii_case("end")) {
-            dropped.push(
-                sql[..at].trim_end().len()..units[name_end - 1].0 + unit_len(units[name_end - 1].1),
-            );
+            dropped.push(sql[..at].trim_end().len()..unit_offset(sql, &units, name_end));
         }
     }
     without(sql, &dropped)
@@ -233,23 +227,15 @@ fn name_end(units: &[(usize, Unit<'_>)], at: usize) -> Option<usize> {
     }
 }
 
-/// The length in bytes of a unit's text.
-fn unit_len(unit: Unit<'_>) -> usize {
-    match unit {
-        Unit::Word(text) | Unit::Literal(text) => text.len(),
-        Unit::Sign(c) => c.len_utf8(),
-    }
-}
-
-/// The byte offset of unit `at` (the text's end past the last unit).
-fn byte_at(sql: &str, units: &[(usize, Unit<'_>)], at: usize) -> usize {
-    units.get(at).map_or(sql.len(), |&(offset, _)| offset)
+/// The unit before unit `i`, spaces skipped; None at the text's start.
+fn unit_before<'a>(units: &[(usize, Unit<'a>)], i: usize) -> Option<Unit<'a>> {
+    (0..i).rev().map(|b| units[b].1).find(|u| !u.is_space())
 }
 
 /// The word before unit `i`, spaces skipped; None when a sign or nothing
 /// comes before it.
 fn word_before<'a>(units: &[(usize, Unit<'a>)], i: usize) -> Option<&'a str> {
-    match (0..i).rev().map(|b| units[b].1).find(|u| !u.is_space())? {
+    match unit_before(units, i)? {
         Unit::Word(w) => Some(w),
         _ => None,
     }
