@@ -241,7 +241,8 @@ impl SchemaNames {
     /// several statements taken alone, a syntax slip
     /// mended (a dot or a name broken apart, a cast's type inside another
     /// call or after its parenthesis, AND for WHERE, an AS opening a
-    /// condition or naming a CASE branch, a power operator).
+    /// condition or naming a CASE branch, an alias holding signs, a power
+    /// operator).
     /// Empty when there is no such fix.
     pub fn fixes(&self, error: &str, sql: &str) -> Vec<String> {
         if let Some(name) = after(error, "no such column:") {
@@ -272,13 +273,17 @@ impl SchemaNames {
             vec![rewritten]
         } else if let Some(first) = statements::first_statement(sql, error) {
             vec![first]
-        } else if error.contains("near \")\": syntax error") {
-            syntax::fix_near(sql, ")").into_iter().collect()
-        } else if let Some(word) = syntax_error_near(error) {
-            self.restore_dot(sql, word)
+        } else if let Some(near) = syntax_error_near(error) {
+            let is_word = near.chars().all(|c| c.is_alphanumeric() || c == '_');
+            let names = is_word.then(|| {
+                self.restore_dot(sql, near)
+                    .into_iter()
+                    .chain(self.join_split_name(sql, near))
+            });
+            names
                 .into_iter()
-                .chain(self.join_split_name(sql, word))
-                .chain(syntax::fix_near(sql, word))
+                .flatten()
+                .chain(syntax::fix_near(sql, near))
                 .collect()
         } else {
             Vec::new()
@@ -794,14 +799,11 @@ fn spelling_similarity(a: &str, b: &str) -> f64 {
     strsim::normalized_damerau_levenshtein(&a.to_lowercase(), &b.to_lowercase())
 }
 
-/// The word of SQLite's `near "word": syntax error`.
+/// The token of SQLite's `near "token": syntax error`: a word or signs.
 fn syntax_error_near(error: &str) -> Option<&str> {
     let start = error.find("near \"")? + "near \"".len();
     let rest = &error[start..];
-    let word = &rest[..rest.find("\": syntax error")?];
-    word.chars()
-        .all(|c| c.is_alphanumeric() || c == '_')
-        .then_some(word)
+    Some(&rest[..rest.find("\": syntax error")?])
 }
 
 /// The text after `marker` in `error`, trimmed of quotes and spaces.
@@ -1022,6 +1024,19 @@ mod tests {
                 "SELECT Lift Area FROM aircraft"
             ),
             None
+        );
+    }
+
+    #[test]
+    fn a_syntax_error_near_a_sign_reaches_the_sign_fixes() {
+        assert_eq!(
+            names()
+                .fix(
+                    "near \"&\": syntax error",
+                    "SELECT Name, Range AS R&D.Range FROM aircraft"
+                )
+                .as_deref(),
+            Some("SELECT Name, Range AS \"R&D.Range\" FROM aircraft")
         );
     }
 

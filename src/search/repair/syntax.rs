@@ -6,9 +6,9 @@
 //! instead of WHERE (`FROM t AND x = 1`), an AS written where a condition
 //! begins (`AND AS aspiration = 'Turbo'`: the model, refused a column its
 //! tables lack, escaped through the keyword that begins the name) and an
-//! alias given to a CASE branch (`ELSE a - b AS "Left" END`). SQLite
-//! reports each as a syntax error near a word, so each fix runs only for
-//! its word.
+//! alias given to a CASE branch (`ELSE a - b AS "Left" END`) or holding
+//! signs (`AS R&D_S.Revenue`, quoted). SQLite reports each as a syntax
+//! error near a word or a sign, so each fix runs only for its token.
 
 use super::super::sql_text::{skip_spaces, unit_offset, units, Unit, CLAUSES_AFTER_FROM};
 
@@ -29,8 +29,8 @@ const NOT_CALLS: &[&str] = &[
 /// join conditions, and a subquery's own SELECT.
 const ALSO_AFTER_TABLES: [&str; 4] = ["on", "using", "window", "select"];
 
-/// `sql` fixed for SQLite's syntax error near `word`, when it is one of
-/// the slips this module knows.
+/// `sql` fixed for SQLite's syntax error near `word` (a word or signs),
+/// when it is one of the slips this module knows.
 pub(super) fn fix_near(sql: &str, word: &str) -> Option<String> {
     if word.eq_ignore_ascii_case("as") {
         drop_misplaced_casts(sql)
@@ -40,6 +40,8 @@ pub(super) fn fix_near(sql: &str, word: &str) -> Option<String> {
         where_for_and(sql)
     } else if word == ")" {
         type_into_cast(sql)
+    } else if !word.is_empty() && !word.chars().any(|c| c.is_alphanumeric() || c == '_') {
+        quote_aliases_with_signs(sql)
     } else {
         None
     }
@@ -213,6 +215,48 @@ fn drop_alias_before_end(sql: &str) -> Option<String> {
     without(sql, &dropped)
 }
 
+/// Signs that end an alias written after AS: what may follow it in a list
+/// or a clause. Any other sign inside it (`AS R&D.Share`, `AS P/E`) makes
+/// SQLite stop at that sign.
+const AFTER_ALIAS: &[char] = &[',', '(', ')', ';', '"', '`', '[', '\''];
+
+/// `sql` with each alias after AS that holds signs (`AS R&D_S.Revenue`,
+/// the model copying a name from the question) put in double quotes, so
+/// SQLite takes it as one name; None when there is none.
+fn quote_aliases_with_signs(sql: &str) -> Option<String> {
+    let units = units(sql);
+    let mut quoted = String::with_capacity(sql.len() + 8);
+    let mut kept_from = 0;
+    for (i, &(_, unit)) in units.iter().enumerate() {
+        if !matches!(unit, Unit::Word(w) if w.eq_ignore_ascii_case("as")) {
+            continue;
+        }
+        let name_at = skip_spaces(&units, i + 1);
+        if name_at == i + 1 || !matches!(units.get(name_at), Some((_, Unit::Word(_)))) {
+            continue;
+        }
+        let name_end = (name_at..units.len())
+            .find(|&j| match units[j].1 {
+                Unit::Sign(c) => c.is_whitespace() || AFTER_ALIAS.contains(&c),
+                Unit::Literal(_) => true,
+                Unit::Word(_) => false,
+            })
+            .unwrap_or(units.len());
+        let has_sign = units[name_at..name_end]
+            .iter()
+            .any(|(_, u)| matches!(u, Unit::Sign(_)));
+        if has_sign {
+            let (start, end) = (units[name_at].0, unit_offset(sql, &units, name_end));
+            quoted.push_str(&sql[kept_from..start]);
+            quoted.push('"');
+            quoted.push_str(&sql[start..end]);
+            quoted.push('"');
+            kept_from = end;
+        }
+    }
+    (kept_from > 0).then(|| quoted + &sql[kept_from..])
+}
+
 /// The index just past the name (a word, or a name in double quotes,
 /// backquotes or brackets) beginning at unit `at`; None when none does.
 fn name_end(units: &[(usize, Unit<'_>)], at: usize) -> Option<usize> {
@@ -295,6 +339,30 @@ fn where_for_and(sql: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_alias_holding_signs_is_quoted() {
+        assert_eq!(
+            fix_near(
+                "SELECT m.Name,\n  (r / v) * 100 AS R&D_S.Revenue,\n  p AS P/E FROM m",
+                "&"
+            )
+            .as_deref(),
+            Some("SELECT m.Name,\n  (r / v) * 100 AS \"R&D_S.Revenue\",\n  p AS \"P/E\" FROM m")
+        );
+        assert_eq!(
+            fix_near("SELECT a AS x-y FROM t", "-").as_deref(),
+            Some("SELECT a AS \"x-y\" FROM t")
+        );
+        // Plain aliases, quoted ones and casts give nothing to quote.
+        for sql in [
+            "SELECT a AS x, CAST(b AS REAL) AS y FROM t",
+            "SELECT a AS \"R&D\" FROM t",
+            "SELECT CAST(b AS DECIMAL(10,2)) FROM t",
+        ] {
+            assert_eq!(fix_near(sql, "&"), None, "{sql}");
+        }
+    }
 
     #[test]
     fn a_cast_written_inside_another_call_is_dropped() {
