@@ -241,8 +241,8 @@ impl SchemaNames {
     /// several statements taken alone, a syntax slip
     /// mended (a dot or a name broken apart, a cast's type inside another
     /// call or after its parenthesis, AND for WHERE, an AS opening a
-    /// condition or naming a CASE branch, an alias holding signs, a power
-    /// operator).
+    /// condition or naming a CASE branch, an alias holding signs, a quoted
+    /// name left open, a power operator).
     /// Empty when there is no such fix.
     pub fn fixes(&self, error: &str, sql: &str) -> Vec<String> {
         if let Some(name) = after(error, "no such column:") {
@@ -273,6 +273,8 @@ impl SchemaNames {
             vec![rewritten]
         } else if let Some(first) = statements::first_statement(sql, error) {
             vec![first]
+        } else if let Some(quote) = unclosed_quote(error) {
+            syntax::close_quote(sql, quote).into_iter().collect()
         } else if let Some(near) = syntax_error_near(error) {
             let is_word = near.chars().all(|c| c.is_alphanumeric() || c == '_');
             let names = is_word.then(|| {
@@ -799,6 +801,15 @@ fn spelling_similarity(a: &str, b: &str) -> f64 {
     strsim::normalized_damerau_levenshtein(&a.to_lowercase(), &b.to_lowercase())
 }
 
+/// The quote the query's parser found never closed (`Expected close
+/// delimiter '`' before EOF`).
+fn unclosed_quote(error: &str) -> Option<char> {
+    let start = error.find("Expected close delimiter '")? + "Expected close delimiter '".len();
+    let mut rest = error[start..].chars();
+    let quote = rest.next()?;
+    (rest.next() == Some('\'')).then_some(quote)
+}
+
 /// The token of SQLite's `near "token": syntax error`: a word or signs.
 fn syntax_error_near(error: &str) -> Option<&str> {
     let start = error.find("near \"")? + "near \"".len();
@@ -1037,6 +1048,19 @@ mod tests {
                 )
                 .as_deref(),
             Some("SELECT Name, Range AS \"R&D.Range\" FROM aircraft")
+        );
+    }
+
+    #[test]
+    fn a_quoted_name_the_parser_found_open_is_closed() {
+        assert_eq!(
+            names()
+                .fix(
+                    "Expected close delimiter '`' before EOF. at Line: 1, Column: 18",
+                    "SELECT Name FROM `aircraft WHERE Range > 1"
+                )
+                .as_deref(),
+            Some("SELECT Name FROM `aircraft` WHERE Range > 1")
         );
     }
 

@@ -257,6 +257,26 @@ fn quote_aliases_with_signs(sql: &str) -> Option<String> {
     (kept_from > 0).then(|| quoted + &sql[kept_from..])
 }
 
+/// `sql` with the name after its last unclosed `quote` (`` JOIN `Order_Items
+/// AS T3 ``) closed where the name's word ends; None when every such
+/// quote closes or no word follows the open one.
+pub(super) fn close_quote(sql: &str, quote: char) -> Option<String> {
+    let units = units(sql);
+    let quotes: Vec<usize> = (0..units.len())
+        .filter(|&i| units[i].1 == Unit::Sign(quote))
+        .collect();
+    // With an odd count, the last quote is the one left open.
+    let open_at = *quotes.last().filter(|_| quotes.len() % 2 == 1)?;
+    let name_end = (open_at + 1..units.len())
+        .find(|&j| !matches!(units[j].1, Unit::Word(_)))
+        .unwrap_or(units.len());
+    if name_end == open_at + 1 {
+        return None;
+    }
+    let end = unit_offset(sql, &units, name_end);
+    Some(format!("{}{quote}{}", &sql[..end], &sql[end..]))
+}
+
 /// The index just past the name (a word, or a name in double quotes,
 /// backquotes or brackets) beginning at unit `at`; None when none does.
 fn name_end(units: &[(usize, Unit<'_>)], at: usize) -> Option<usize> {
@@ -362,6 +382,25 @@ mod tests {
         ] {
             assert_eq!(fix_near(sql, "&"), None, "{sql}");
         }
+    }
+
+    #[test]
+    fn a_quoted_name_left_open_is_closed_after_its_word() {
+        assert_eq!(
+            close_quote(
+                "SELECT T3.q FROM `Orders` AS T2 JOIN `Order_Items AS T3 ON T2.id = T3.id",
+                '`'
+            )
+            .as_deref(),
+            Some("SELECT T3.q FROM `Orders` AS T2 JOIN `Order_Items` AS T3 ON T2.id = T3.id")
+        );
+        assert_eq!(
+            close_quote("SELECT \"total FROM t", '"').as_deref(),
+            Some("SELECT \"total\" FROM t")
+        );
+        // Quotes that all close, or one that opens on no word, stay.
+        assert_eq!(close_quote("SELECT `a` FROM `t`", '`'), None);
+        assert_eq!(close_quote("SELECT a FROM t WHERE b = ` 1", '`'), None);
     }
 
     #[test]
