@@ -20,8 +20,13 @@ impl<'a> Piece<'a> {
     }
 }
 
+/// Whether `c` belongs to a word: letters, digits and `_`.
+pub(super) fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
 pub(super) fn pieces(sql: &str) -> Vec<Piece<'_>> {
-    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    let is_word = is_word_char;
     let mut out = Vec::new();
     let mut chars = sql.char_indices().peekable();
     while let Some((start, c)) = chars.next() {

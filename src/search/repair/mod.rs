@@ -64,9 +64,9 @@ mod written_dates;
 pub(super) use join::key_links;
 
 use super::sql_text::{
-    columns_under, dot_between, join_split_name, name_in_query, outer_table_aliases, pieces,
-    qualify_bare, replace_identifier, replace_qualified, replace_quoted_name, table_aliases,
-    written_in_outer_query, Piece,
+    columns_under, dot_between, is_word_char, join_split_name, name_in_query, outer_table_aliases,
+    pieces, qualify_bare, replace_identifier, replace_qualified, replace_quoted_name,
+    table_aliases, written_in_outer_query, Piece,
 };
 use crate::db::{Executor, QueryOutcome, QueryResult, Schema};
 use crate::error::QueryError;
@@ -276,17 +276,14 @@ impl SchemaNames {
         } else if let Some(quote) = unclosed_quote(error) {
             syntax::close_quote(sql, quote).into_iter().collect()
         } else if let Some(near) = syntax_error_near(error) {
-            let is_word = near.chars().all(|c| c.is_alphanumeric() || c == '_');
-            let names = is_word.then(|| {
-                self.restore_dot(sql, near)
-                    .into_iter()
-                    .chain(self.join_split_name(sql, near))
-            });
-            names
-                .into_iter()
-                .flatten()
-                .chain(syntax::fix_near(sql, near))
-                .collect()
+            let mut fixes = Vec::new();
+            // The name repairs read words; signs have only the syntax fixes.
+            if near.chars().all(is_word_char) {
+                fixes.extend(self.restore_dot(sql, near));
+                fixes.extend(self.join_split_name(sql, near));
+            }
+            fixes.extend(syntax::fix_near(sql, near));
+            fixes
         } else {
             Vec::new()
         }
@@ -758,8 +755,7 @@ impl SchemaNames {
     fn tables_used(&self, scope: &Scope, sql: &str) -> Vec<&(String, Vec<String>)> {
         let bound = &scope.bound;
         let identifiers: Vec<&str> = if bound.is_empty() {
-            sql.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .collect()
+            sql.split(|c: char| !is_word_char(c)).collect()
         } else {
             bound.iter().map(|(_, t)| t.as_str()).collect()
         };

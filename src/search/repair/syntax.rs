@@ -10,7 +10,9 @@
 //! signs (`AS R&D_S.Revenue`, quoted). SQLite reports each as a syntax
 //! error near a word or a sign, so each fix runs only for its token.
 
-use super::super::sql_text::{skip_spaces, unit_offset, units, Unit, CLAUSES_AFTER_FROM};
+use super::super::sql_text::{
+    is_word_char, skip_spaces, unit_offset, units, Unit, CLAUSES_AFTER_FROM,
+};
 
 /// Type names a cast converts to, as SQLite and the models write them.
 const TYPE_NAMES: &[&str] = &[
@@ -40,7 +42,7 @@ pub(super) fn fix_near(sql: &str, word: &str) -> Option<String> {
         where_for_and(sql)
     } else if word == ")" {
         type_into_cast(sql)
-    } else if !word.is_empty() && !word.chars().any(|c| c.is_alphanumeric() || c == '_') {
+    } else if !word.is_empty() && !word.chars().any(is_word_char) {
         quote_aliases_with_signs(sql)
     } else {
         None
