@@ -39,6 +39,7 @@
 //! quotients (`fractions`).
 
 mod bridge;
+mod clause_order;
 mod comparison;
 mod cut;
 mod date_range;
@@ -242,7 +243,7 @@ impl SchemaNames {
     /// mended (a dot or a name broken apart, a cast's type inside another
     /// call or after its parenthesis, AND for WHERE, an AS opening a
     /// condition or naming a CASE branch, an alias holding signs, a quoted
-    /// name left open, a power operator).
+    /// name left open, clauses out of order, a power operator).
     /// Empty when there is no such fix.
     pub fn fixes(&self, error: &str, sql: &str) -> Vec<String> {
         if let Some(name) = after(error, "no such column:") {

@@ -7,12 +7,14 @@
 //! begins (`AND AS aspiration = 'Turbo'`: the model, refused a column its
 //! tables lack, escaped through the keyword that begins the name) and an
 //! alias given to a CASE branch (`ELSE a - b AS "Left" END`) or holding
-//! signs (`AS R&D_S.Revenue`, quoted). SQLite reports each as a syntax
-//! error near a word or a sign, so each fix runs only for its token.
+//! signs (`AS R&D_S.Revenue`, quoted); clauses written out of order go to
+//! `clause_order`. SQLite reports each as a syntax error near a word or a
+//! sign, so each fix runs only for its token.
 
 use super::super::sql_text::{
     is_word_char, skip_spaces, unit_offset, units, Unit, CLAUSES_AFTER_FROM,
 };
+use super::clause_order;
 
 /// Type names a cast converts to, as SQLite and the models write them.
 const TYPE_NAMES: &[&str] = &[
@@ -42,6 +44,8 @@ pub(super) fn fix_near(sql: &str, word: &str) -> Option<String> {
         where_for_and(sql)
     } else if word == ")" {
         type_into_cast(sql)
+    } else if clause_order::may_be_misplaced(word) {
+        clause_order::reorder(sql)
     } else if !word.is_empty() && !word.chars().any(is_word_char) {
         quote_aliases_with_signs(sql)
     } else {
