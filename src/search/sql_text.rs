@@ -26,7 +26,6 @@ pub(super) fn is_word_char(c: char) -> bool {
 }
 
 pub(super) fn pieces(sql: &str) -> Vec<Piece<'_>> {
-    let is_word = is_word_char;
     let mut out = Vec::new();
     let mut chars = sql.char_indices().peekable();
     while let Some((start, c)) = chars.next() {
@@ -44,9 +43,9 @@ pub(super) fn pieces(sql: &str) -> Vec<Piece<'_>> {
                 }
             }
             out.push(Piece::Other(&sql[start..end]));
-        } else if is_word(c) {
+        } else if is_word_char(c) {
             while let Some(&(i, d)) = chars.peek() {
-                if !is_word(d) {
+                if !is_word_char(d) {
                     break;
                 }
                 end = i + d.len_utf8();
@@ -56,7 +55,7 @@ pub(super) fn pieces(sql: &str) -> Vec<Piece<'_>> {
         } else {
             // A run of punctuation and spaces, as one piece.
             while let Some(&(i, d)) = chars.peek() {
-                if is_word(d) || d == '\'' {
+                if is_word_char(d) || d == '\'' {
                     break;
                 }
                 end = i + d.len_utf8();

@@ -3,7 +3,7 @@
 //! SQLite stops at the clause that comes too late. Put back in order, each
 //! clause says what the model meant.
 
-use super::super::sql_text::{units, Unit};
+use super::super::sql_text::{skip_spaces, unit_offset, units, Unit};
 
 /// The clauses after FROM in the order SQL reads them.
 const CLAUSES_IN_ORDER: [&str; 5] = ["where", "group", "having", "order", "limit"];
@@ -75,10 +75,8 @@ fn opens_clause(units: &[(usize, Unit<'_>)], i: usize) -> bool {
     let after_dot = i > 0 && units[i - 1].1 == Unit::Sign('.');
     let needs_by = matches!(units[i].1, Unit::Word(w)
         if w.eq_ignore_ascii_case("group") || w.eq_ignore_ascii_case("order"));
-    let by_follows = units[i + 1..]
-        .iter()
-        .find(|(_, u)| !u.is_space())
-        .is_some_and(|(_, u)| matches!(u, Unit::Word(w) if w.eq_ignore_ascii_case("by")));
+    let by_follows = matches!(units.get(skip_spaces(units, i + 1)),
+        Some((_, Unit::Word(w))) if w.eq_ignore_ascii_case("by"));
     !after_dot && (!needs_by || by_follows)
 }
 
@@ -99,7 +97,7 @@ fn in_order(
     if ranks.len() < clauses.len() {
         return None;
     }
-    let offset = |at: usize| units.get(at).map_or(sql.len(), |&(o, _)| o);
+    let offset = |at: usize| unit_offset(sql, units, at);
     let end_offset = offset(end);
     let mut texts: Vec<(usize, &str)> = clauses
         .iter()
