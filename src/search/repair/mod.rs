@@ -326,16 +326,22 @@ impl SchemaNames {
     }
 
     /// What a missing `qualifier.column` (or bare `column`) can see: when
-    /// it is written in the outer query and none of the outer query's
-    /// tables has the column, only the outer query's bindings (a table read
-    /// inside a subquery is out of the outer query's sight); else every
+    /// it is written in the outer query, only the outer query's bindings (a
+    /// table read inside a subquery is out of the outer query's sight) if
+    /// none of the outer query's tables has the column or the outer query
+    /// binds the qualifier (so a subquery that reads the same table again
+    /// under another alias leaves the choice of alias clear); else every
     /// binding of the query.
     fn scope_of(&self, sql: &str, qualifier: Option<&str>, column: &str) -> Scope {
         let outer = outer_table_aliases(sql);
         let outer_has_column = outer
             .iter()
             .any(|(_, table)| self.has_column(table, column));
-        if !outer.is_empty() && !outer_has_column && written_in_outer_query(sql, qualifier, column)
+        let outer_binds_qualifier =
+            qualifier.is_some_and(|q| outer.iter().any(|(name, _)| name.eq_ignore_ascii_case(q)));
+        if !outer.is_empty()
+            && (!outer_has_column || outer_binds_qualifier)
+            && written_in_outer_query(sql, qualifier, column)
         {
             Scope {
                 bound: outer,
@@ -1101,5 +1107,17 @@ mod tests {
         // A column both sides have is not moved.
         let both = "SELECT T2.Aircraft_IDs FROM aircraft AS T1 JOIN airport_aircraft AS T2 ON 1";
         assert_eq!(n.fix("no such column: T2.Aircraft_IDs", both), None);
+    }
+
+    #[test]
+    fn an_outer_column_goes_to_the_outer_alias_when_a_subquery_reads_its_table_again() {
+        let n = names();
+        // aircraft is bound as T1 outside and as S inside: only T1 is in
+        // the outer reference's sight.
+        let sql = "SELECT T2.Total_Disk_Area FROM aircraft AS T1 JOIN airport_aircraft AS T2 ON T1.Aircraft_ID = T2.Aircraft_ID WHERE T1.Aircraft_ID IN (SELECT S.Aircraft_ID FROM aircraft AS S WHERE S.Max_Gross_Weight > 10)";
+        assert_eq!(
+            n.fix("no such column: T2.Total_Disk_Area", sql).as_deref(),
+            Some("SELECT T1.Total_Disk_Area FROM aircraft AS T1 JOIN airport_aircraft AS T2 ON T1.Aircraft_ID = T2.Aircraft_ID WHERE T1.Aircraft_ID IN (SELECT S.Aircraft_ID FROM aircraft AS S WHERE S.Max_Gross_Weight > 10)")
+        );
     }
 }
