@@ -46,6 +46,8 @@ pub(super) fn fix_near(sql: &str, word: &str) -> Option<String> {
         type_into_cast(sql)
     } else if clause_order::may_be_misplaced(word) {
         clause_order::reorder(sql)
+    } else if word == "," {
+        and_for_commas_between_conditions(sql).or_else(|| quote_aliases_with_signs(sql))
     } else if !word.is_empty() && !word.chars().any(is_word_char) {
         quote_aliases_with_signs(sql)
     } else {
@@ -362,9 +364,83 @@ fn where_for_and(sql: &str) -> Option<String> {
     None
 }
 
+/// `sql` with each comma written between the conditions of a WHERE or
+/// HAVING clause, at the clause's own level (`WHERE T1.Id = T2.RuleId,
+/// T2.Unit = 'km'`, as in a list), made an AND; None when there is none.
+/// Commas inside a call or a list are a level deeper and stay.
+fn and_for_commas_between_conditions(sql: &str) -> Option<String> {
+    let mut depth = 0usize;
+    // The depths at which a WHERE or HAVING condition is open.
+    let mut conditions: Vec<usize> = Vec::new();
+    let mut commas = Vec::new();
+    for (at, unit) in units(sql) {
+        match unit {
+            Unit::Sign('(') => depth += 1,
+            Unit::Sign(')') => {
+                conditions.retain(|&d| d < depth);
+                depth = depth.saturating_sub(1);
+            }
+            Unit::Word(w) if CLAUSES_AFTER_FROM.iter().any(|k| w.eq_ignore_ascii_case(k)) => {
+                conditions.retain(|&d| d != depth);
+                if w.eq_ignore_ascii_case("where") || w.eq_ignore_ascii_case("having") {
+                    conditions.push(depth);
+                }
+            }
+            Unit::Sign(',') if conditions.last() == Some(&depth) => commas.push(at),
+            _ => {}
+        }
+    }
+    let mut joined = String::with_capacity(sql.len() + 4 * commas.len());
+    let mut kept_from = 0;
+    for &at in &commas {
+        joined.push_str(&sql[kept_from..at]);
+        joined.push_str(" AND");
+        kept_from = at + 1;
+    }
+    (kept_from > 0).then(|| joined + &sql[kept_from..])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn commas_between_conditions_become_and_while_commas_in_lists_stay() {
+        assert_eq!(
+            fix_near(
+                "SELECT a, b FROM t WHERE a IN (1, 2), b = 'x, y' GROUP BY a, b HAVING COUNT(*) > 1, MAX(b) < 3 ORDER BY a, b",
+                ","
+            )
+            .as_deref(),
+            Some("SELECT a, b FROM t WHERE a IN (1, 2) AND b = 'x, y' GROUP BY a, b HAVING COUNT(*) > 1 AND MAX(b) < 3 ORDER BY a, b")
+        );
+        // A subquery's own WHERE, and nothing when no condition holds a comma.
+        assert_eq!(
+            fix_near(
+                "SELECT a FROM t WHERE b IN (SELECT b FROM u WHERE c = 1, d = 2)",
+                ","
+            )
+            .as_deref(),
+            Some("SELECT a FROM t WHERE b IN (SELECT b FROM u WHERE c = 1 AND d = 2)")
+        );
+        assert_eq!(fix_near("SELECT a, FROM t WHERE b = 1", ","), None);
+    }
+
+    /// Through the engine: SQLite's error on the comma reaches the fix.
+    #[test]
+    fn sqlites_error_on_commas_between_conditions_leads_to_a_query_that_runs() {
+        let (_dir, executor, names) = crate::search::repair::database_from(
+            "CREATE TABLE city (name TEXT, country TEXT, population INTEGER);
+             INSERT INTO city VALUES ('Oslo', 'NO', 700), ('Bergen', 'NO', 290), ('Lyon', 'FR', 520);",
+        );
+        let sql = "SELECT name FROM city WHERE country = 'NO', population > 500";
+        let error = executor.query(sql).unwrap_err().to_string();
+        let (fixed, result) = names
+            .fix_until_it_runs(&executor, sql, &error, false)
+            .unwrap_or_else(|| panic!("no fix for {sql}: {error}"));
+        let rows: Vec<String> = result.rows.iter().map(|row| row[0].to_string()).collect();
+        assert_eq!(rows, ["Oslo"], "{fixed}");
+    }
 
     #[test]
     fn an_alias_holding_signs_is_quoted() {
