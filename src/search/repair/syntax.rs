@@ -7,7 +7,8 @@
 //! begins (`AND AS aspiration = 'Turbo'`: the model, refused a column its
 //! tables lack, escaped through the keyword that begins the name) and an
 //! alias given to a CASE branch (`ELSE a - b AS "Left" END`) or holding
-//! signs (`AS R&D_S.Revenue`, quoted); clauses written out of order go to
+//! signs (`AS R&D_S.Revenue`, quoted), and conditions of a WHERE or HAVING
+//! separated by commas (`WHERE a = 1, b = 2`); clauses written out of order go to
 //! `clause_order`. SQLite reports each as a syntax error near a word or a
 //! sign, so each fix runs only for its token.
 
