@@ -15,16 +15,15 @@ target/release/iesr) and replays a vote over each pool (a result without
 a value counts a tenth; ties go to the earlier sample).
 """
 import json
-import os
 import pathlib
 import re
 import sqlite3
-import subprocess
 import sys
-import tempfile
 import time
 
-BIN = os.environ.get("IESR_BIN", "target/release/iesr")
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from pool_coverage import verdicts  # noqa: E402
+
 SETTLED = 3  # of the first four samples on one result with a value
 
 
@@ -109,27 +108,15 @@ def draw(run, out, model):
         print(path.stem, len(attempts), flush=True)
 
 
-def verdicts(predictions, args):
-    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-        for q, sql in predictions.items():
-            f.write(json.dumps({"question_id": q, "sql": sql}) + "\n")
-    try:
-        out = subprocess.run([BIN, "eval", *args, "--predictions", f.name, "--json"],
-                             capture_output=True, text=True, check=True).stdout
-    finally:
-        os.unlink(f.name)
-    return {x["question_id"]: x["verdict"] == "correct"
-            for x in json.loads(out)["questions"] if x["question_id"] in predictions}
-
-
 def score(run, out, args):
     records = [json.loads(line) for line in out.read_text().splitlines()]
     pools = {r["question"]: r["samples"] + [s["sql"] for s in r["shown"]] for r in records}
     databases = {q: json.loads((run / "traces" / f"{q}.json").read_text())["database"] for q in pools}
     right = {q: [False] * 12 for q in pools}
     for j in range(12):
-        for q, ok in verdicts({q: p[j] for q, p in pools.items()}, args).items():
-            right[q][j] = ok
+        for q, (ok, _) in verdicts({q: p[j] for q, p in pools.items()}, args).items():
+            if q in right:
+                right[q][j] = ok
 
     def chosen(q, members):
         groups = {}

@@ -67,7 +67,7 @@ pub(super) use join::key_links;
 use super::sql_text::{
     columns_under, dot_between, is_word_char, join_split_name, name_in_query, outer_table_aliases,
     pieces, qualify_bare, replace_identifier, replace_qualified, replace_quoted_name,
-    table_aliases, written_in_outer_query, Piece,
+    table_aliases, table_bound_to, written_in_outer_query, Piece,
 };
 use crate::db::{Executor, QueryOutcome, QueryResult, Schema};
 use crate::error::QueryError;
@@ -337,8 +337,7 @@ impl SchemaNames {
         let outer_has_column = outer
             .iter()
             .any(|(_, table)| self.has_column(table, column));
-        let outer_binds_qualifier =
-            qualifier.is_some_and(|q| outer.iter().any(|(name, _)| name.eq_ignore_ascii_case(q)));
+        let outer_binds_qualifier = qualifier.is_some_and(|q| table_bound_to(&outer, q).is_some());
         if !outer.is_empty()
             && (!outer_has_column || outer_binds_qualifier)
             && written_in_outer_query(sql, qualifier, column)

@@ -317,13 +317,21 @@ fn word_before<'a>(units: &[(usize, Unit<'a>)], i: usize) -> Option<&'a str> {
 /// `sql` without the byte ranges `dropped` (in order, not overlapping);
 /// None when there are none.
 fn without(sql: &str, dropped: &[std::ops::Range<usize>]) -> Option<String> {
-    if dropped.is_empty() {
+    let edits: Vec<_> = dropped.iter().map(|range| (range.clone(), "")).collect();
+    spliced(sql, &edits)
+}
+
+/// `sql` with each byte range of `edits` (in order, not overlapping)
+/// replaced by its text; None when there are none.
+fn spliced(sql: &str, edits: &[(std::ops::Range<usize>, &str)]) -> Option<String> {
+    if edits.is_empty() {
         return None;
     }
     let mut kept = String::with_capacity(sql.len());
     let mut kept_from = 0;
-    for range in dropped {
+    for (range, text) in edits {
         kept.push_str(&sql[kept_from..range.start]);
+        kept.push_str(text);
         kept_from = range.end;
     }
     kept.push_str(&sql[kept_from..]);
@@ -387,18 +395,13 @@ fn and_for_commas_between_conditions(sql: &str) -> Option<String> {
                     conditions.push(depth);
                 }
             }
-            Unit::Sign(',') if conditions.last() == Some(&depth) => commas.push(at),
+            Unit::Sign(',') if conditions.last() == Some(&depth) => {
+                commas.push((at..at + 1, " AND"))
+            }
             _ => {}
         }
     }
-    let mut joined = String::with_capacity(sql.len() + 4 * commas.len());
-    let mut kept_from = 0;
-    for &at in &commas {
-        joined.push_str(&sql[kept_from..at]);
-        joined.push_str(" AND");
-        kept_from = at + 1;
-    }
-    (kept_from > 0).then(|| joined + &sql[kept_from..])
+    spliced(sql, &commas)
 }
 
 #[cfg(test)]
