@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """Offline experiment: on the questions whose first four sc samples do not
 settle (no result with a value shared by three of them), draw four more
-queries from a prompt that shows the model the distinct attempts and their
-results, in place of sc's samples 4-7, and compare the two pools.
+queries from a second prompt, in place of sc's samples 4-7, and compare
+the two pools. The second prompt is one of:
+
+  attempts  sc's prompt, then the distinct first attempts with their results
+  plan      sc's prompt, asking for a short plan (tables, columns, the
+            computation) before the query
 
 Usage:
-  scripts/attempts_shown.py draw SC8_RUN_DIR OUT.jsonl MODEL.gguf
-  scripts/attempts_shown.py score SC8_RUN_DIR OUT.jsonl BENCH_ARGS...
+  scripts/second_generator.py draw VARIANT SC8_RUN_DIR OUT.jsonl MODEL.gguf [IDS.json]
+  scripts/second_generator.py score SC8_RUN_DIR OUT.jsonl BENCH_ARGS...
 
 `draw` (resumable) decodes with llama-cpp-python on one thread: row 0 at
 temperature 0, rows 1-3 at 0.8, without the engine's name constraint or
-repairs. `score` judges every query with `iesr eval` (IESR_BIN, default
+repairs; IDS.json (a list of question ids) limits it to those questions, in
+that order. `score` judges every query with `iesr eval` (IESR_BIN, default
 target/release/iesr) and replays a vote over each pool (a result without
 a value counts a tenth; ties go to the earlier sample).
 """
@@ -68,44 +73,72 @@ def unsettled(trace):
     return None if counts and max(counts.values()) >= SETTLED else first
 
 
-def draw(run, out, model):
+PLAN = ("\n\nFirst write a short plan, at most four lines: the tables and columns"
+        " the question needs, how they join, and the computation it asks for. Then"
+        " write the one SQLite query in a ```sql block.")
+
+
+def with_attempts(trace, first):
+    """sc's question followed by its distinct first attempts and their results."""
+    seen, attempts = set(), []
+    for c in first:
+        rows, error = run_query(trace["database"], c["sql"])
+        key = result_key(rows) if error is None else c["sql"]
+        if key not in seen:
+            seen.add(key)
+            attempts.append(f"```sql\n{c['sql']}\n```\n{shown(rows, error)}")
+    return ("\n\nEarlier attempts at this question, which disagree:\n\n"
+            + "\n\n".join(f"Attempt {i + 1}:\n{a}" for i, a in enumerate(attempts))
+            + "\n\nCheck each attempt against the question and the schema, then"
+            " write the one SQLite query that answers the question.")
+
+
+ONLY_THE_QUERY = "Reply with only the query in a ```sql block, without explanation."
+
+VARIANTS = {  # name -> (sc's system message -> the variant's, text added to sc's user message, reply token limit)
+    "attempts": (lambda system: system, with_attempts, 384),
+    "plan": (lambda system: system.replace(ONLY_THE_QUERY, "Reply with a short plan, then the query in a ```sql block."),
+             lambda trace, first: PLAN, 768),
+}
+
+
+def last_query(text):
+    """The last fenced block of a reply, or the reply when it has none."""
+    blocks = re.findall(r"```(?:sql)?\s*(.*?)(?:```|$)", text, re.S)
+    return (blocks[-1] if blocks else text).strip()
+
+
+def draw(variant, run, out, model, only=None):
     import llama_cpp
 
+    system_of, added, max_tokens = VARIANTS[variant]
     done = set()
     if out.exists():
         done = {json.loads(line)["question"] for line in out.read_text().splitlines()}
     llm = llama_cpp.Llama(model_path=model, n_ctx=8192, n_threads=1, verbose=False, seed=0)
-    for path in sorted((run / "traces").glob("*.json")):
+    order = only if only is not None else sorted(p.stem for p in (run / "traces").glob("*.json"))
+    for path in (run / "traces" / f"{q}.json" for q in order):
+        if path.stem in done or not path.exists():
+            continue
         trace = json.loads(path.read_text())
-        first = None if path.stem in done else unsettled(trace)
+        first = unsettled(trace)
         if first is None:
             continue
-        seen, attempts = set(), []
-        for c in first:
-            rows, error = run_query(trace["database"], c["sql"])
-            key = result_key(rows) if error is None else c["sql"]
-            if key not in seen:
-                seen.add(key)
-                attempts.append(f"```sql\n{c['sql']}\n```\n{shown(rows, error)}")
         system, user = trace["calls"][0]["prompt"][:2]
-        user = dict(user, content=user["content"] + (
-            "\n\nEarlier attempts at this question, which disagree:\n\n"
-            + "\n\n".join(f"Attempt {i + 1}:\n{a}" for i, a in enumerate(attempts))
-            + "\n\nCheck each attempt against the question and the schema, then"
-            " write the one SQLite query that answers the question."))
+        system = dict(system, content=system_of(system["content"]))
+        user = dict(user, content=user["content"] + added(trace, first))
         new = []
         for row in range(4):
             reply = llm.create_chat_completion(
-                [system, user], temperature=0.0 if row == 0 else 0.8, seed=row, max_tokens=384)
-            text = reply["choices"][0]["message"]["content"]
-            match = re.search(r"```(?:sql)?\s*(.*?)(```|$)", text, re.S)
-            new.append({"sql": (match.group(1) if match else text).strip(),
+                [system, user], temperature=0.0 if row == 0 else 0.8, seed=row,
+                max_tokens=max_tokens)
+            new.append({"sql": last_query(reply["choices"][0]["message"]["content"]),
                         "tokens": reply["usage"]["completion_tokens"]})
         record = {"question": path.stem, "samples": [c["sql"] for c in trace["candidates"][:8]],
                   "shown": new}
         with out.open("a") as f:
             f.write(json.dumps(record) + "\n")
-        print(path.stem, len(attempts), flush=True)
+        print(path.stem, flush=True)
 
 
 def score(run, out, args):
@@ -129,24 +162,24 @@ def score(run, out, args):
 
     print(f"{len(pools)} questions whose first four samples do not settle")
     for name, members in [("sc-4", range(4)), ("sc-8 (samples 0-7)", range(8)),
-                          ("samples 0-3 + 4 shown attempts", [0, 1, 2, 3, 8, 9, 10, 11])]:
+                          ("samples 0-3 + 4 of the second prompt", [0, 1, 2, 3, 8, 9, 10, 11])]:
         members = list(members)
         picked = sum(right[q][chosen(q, members)] for q in pools)
         covered = sum(any(right[q][i] for i in members) for q in pools)
         print(f"{name}: chosen right {picked}, a right query in the pool {covered}")
     failed = sum(run_query(databases[q], pools[q][j])[1] is not None for q in pools for j in range(8, 12))
     print(f"rows right: samples 4-7 {sum(sum(r[4:8]) for r in right.values())}, "
-          f"shown attempts {sum(sum(r[8:]) for r in right.values())} of {4 * len(pools)} "
+          f"second prompt {sum(sum(r[8:]) for r in right.values())} of {4 * len(pools)} "
           f"({failed} of them fail to run)")
-    print("generated tokens per shown-attempts row:",
+    print("generated tokens per second-prompt row:",
           round(sum(s["tokens"] for r in records for s in r["shown"]) / (4 * len(records)), 1))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 4 or sys.argv[1] not in ("draw", "score"):
-        sys.exit(__doc__)
-    run_dir, out_file = pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
-    if sys.argv[1] == "draw":
-        draw(run_dir, out_file, sys.argv[4])
+    if sys.argv[1:2] == ["draw"] and len(sys.argv) in (6, 7) and sys.argv[2] in VARIANTS:
+        only = [str(q) for q in json.loads(pathlib.Path(sys.argv[6]).read_text())] if len(sys.argv) == 7 else None
+        draw(sys.argv[2], pathlib.Path(sys.argv[3]), pathlib.Path(sys.argv[4]), sys.argv[5], only)
+    elif sys.argv[1:2] == ["score"] and len(sys.argv) >= 4:
+        score(pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3]), sys.argv[4:])
     else:
-        score(run_dir, out_file, sys.argv[4:])
+        sys.exit(__doc__)
