@@ -162,15 +162,18 @@ def score(run, out, args):
 
     print(f"{len(pools)} questions whose first four samples do not settle")
     for name, members in [("sc-4", range(4)), ("sc-8 (samples 0-7)", range(8)),
-                          ("samples 0-3 + 4 of the second prompt", [0, 1, 2, 3, 8, 9, 10, 11])]:
+                          ("samples 0-3 + 4 of the second prompt", [0, 1, 2, 3, 8, 9, 10, 11]),
+                          ("all twelve", range(12))]:
         members = list(members)
         picked = sum(right[q][chosen(q, members)] for q in pools)
         covered = sum(any(right[q][i] for i in members) for q in pools)
         print(f"{name}: chosen right {picked}, a right query in the pool {covered}")
-    failed = sum(run_query(databases[q], pools[q][j])[1] is not None for q in pools for j in range(8, 12))
-    print(f"rows right: samples 4-7 {sum(sum(r[4:8]) for r in right.values())}, "
-          f"second prompt {sum(sum(r[8:]) for r in right.values())} of {4 * len(pools)} "
-          f"({failed} of them fail to run)")
+    ran = {q: [run_query(databases[q], sql)[1] is None for sql in pool] for q, pool in pools.items()}
+    for name, rows in (("samples 4-7", range(4, 8)), ("second prompt", range(8, 12))):
+        print(f"{name}: {sum(right[q][j] for q in pools for j in rows)} right, "
+              f"{sum(ran[q][j] for q in pools for j in rows)} run, of {4 * len(pools)}")
+    print("questions with a right query only from the second prompt:",
+          " ".join(q for q in pools if any(right[q][8:]) and not any(right[q][:8])) or "none")
     print("generated tokens per second-prompt row:",
           round(sum(s["tokens"] for r in records for s in r["shown"]) / (4 * len(records)), 1))
 
