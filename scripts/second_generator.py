@@ -142,9 +142,11 @@ def draw(variant, run, out, model, only=None):
 
 
 def score(run, out, args):
-    records = [json.loads(line) for line in out.read_text().splitlines()]
+    # One record a question: two draws over overlapping id lists may both write one.
+    records = list({r["question"]: r for r in map(json.loads, out.read_text().splitlines())}.values())
     pools = {r["question"]: r["samples"] + [s["sql"] for s in r["shown"]] for r in records}
     databases = {q: json.loads((run / "traces" / f"{q}.json").read_text())["database"] for q in pools}
+    results = {q: [run_query(databases[q], sql) for sql in pool] for q, pool in pools.items()}
     right = {q: [False] * 12 for q in pools}
     for j in range(12):
         for q, (ok, _) in verdicts({q: p[j] for q, p in pools.items()}, args).items():
@@ -154,7 +156,7 @@ def score(run, out, args):
     def chosen(q, members):
         groups = {}
         for i in members:
-            rows, error = run_query(databases[q], pools[q][i])
+            rows, error = results[q][i]
             if error is None:
                 group = groups.setdefault(result_key(rows), [0.0, i])
                 group[0] += 1.0 if has_value(rows) else 0.1
@@ -168,10 +170,9 @@ def score(run, out, args):
         picked = sum(right[q][chosen(q, members)] for q in pools)
         covered = sum(any(right[q][i] for i in members) for q in pools)
         print(f"{name}: chosen right {picked}, a right query in the pool {covered}")
-    ran = {q: [run_query(databases[q], sql)[1] is None for sql in pool] for q, pool in pools.items()}
     for name, rows in (("samples 4-7", range(4, 8)), ("second prompt", range(8, 12))):
         print(f"{name}: {sum(right[q][j] for q in pools for j in rows)} right, "
-              f"{sum(ran[q][j] for q in pools for j in rows)} run, of {4 * len(pools)}")
+              f"{sum(results[q][j][1] is None for q in pools for j in rows)} run, of {4 * len(pools)}")
     print("questions with a right query only from the second prompt:",
           " ".join(q for q in pools if any(right[q][8:]) and not any(right[q][:8])) or "none")
     print("generated tokens per second-prompt row:",
