@@ -309,7 +309,13 @@ fn bindings(sql: &str) -> Vec<Binding> {
                 words.push((w, depth, spaced));
                 spaced = true;
             }
-            Piece::Other(text) => spaced &= text.trim().is_empty(),
+            // Quotes around a name (`"t" AS a`, `` `t` a ``) are part of
+            // it, not a sign between it and its alias.
+            Piece::Other(text) => {
+                spaced &= text
+                    .chars()
+                    .all(|c| c.is_whitespace() || matches!(c, '"' | '`' | '[' | ']'))
+            }
         }
     }
     let mut out = Vec::new();
@@ -729,6 +735,20 @@ mod tests {
         );
         let pairs = table_aliases("SELECT * FROM a, b WHERE 1");
         assert!(!pairs.iter().any(|(n, _)| n == "b"), "{pairs:?}");
+    }
+
+    #[test]
+    fn a_quoted_table_binds_its_alias() {
+        let sql = "SELECT * FROM `a` AS T1 JOIN \"b\" T2 ON T1.k = T2.k JOIN [c] AS `T3` ON 1";
+        let pairs = table_aliases(sql);
+        let has = |name: &str, table: &str| pairs.contains(&(name.into(), table.into()));
+        assert!(
+            has("T1", "a") && has("T2", "b") && has("T3", "c"),
+            "{pairs:?}"
+        );
+        // A quote does not join a name to the word after a parenthesis.
+        let pairs = table_aliases("SELECT * FROM (SELECT * FROM `a`) \"x\"");
+        assert!(!pairs.contains(&("x".into(), "a".into())), "{pairs:?}");
     }
 
     #[test]

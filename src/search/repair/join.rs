@@ -354,6 +354,16 @@ mod tests {
     }
 
     #[test]
+    fn a_join_reaches_a_table_bound_under_a_quoted_name() {
+        let (fixed, rows) = repaired_on_school("SELECT T2.Name FROM course AS T1 JOIN `course_arrange` AS T2 ON T1.Course_ID = T2.Course_ID");
+        assert_eq!(
+            fixed,
+            "SELECT teacher.Name FROM course AS T1 JOIN `course_arrange` AS T2 ON T1.Course_ID = T2.Course_ID JOIN teacher ON T2.Teacher_ID = teacher.Teacher_ID"
+        );
+        assert_eq!(rows, 2);
+    }
+
+    #[test]
     fn the_qualifier_written_says_where_the_join_goes() {
         // course_arrange is also read in the subquery; T2 names the outer one.
         let (fixed, rows) = repaired_on_school("SELECT T2.Name FROM course AS T1 JOIN course_arrange AS T2 ON T1.Course_ID = T2.Course_ID WHERE T2.Grade NOT IN (SELECT Grade FROM course_arrange WHERE Grade < 2)");
