@@ -107,6 +107,13 @@ pub const WRITTEN_DATES: Template = Template {
     text: include_str!("../prompts/written_dates.user.txt"),
 };
 
+/// What the direct prompts say over a database that stores dates as eight
+/// digits (20230315).
+pub const DIGIT_DATES: Template = Template {
+    name: "digit_dates.user",
+    text: include_str!("../prompts/digit_dates.user.txt"),
+};
+
 /// What the direct prompts say over a database that stores times as Unix
 /// times.
 pub const UNIX_TIMES: Template = Template {

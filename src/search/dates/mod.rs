@@ -10,11 +10,12 @@
 //! query directly over a database with such columns name them and say
 //! how SQLite reads them.
 
+pub(super) mod digits;
 pub(super) mod written;
 
 use crate::db::schema::{Column, Table};
 use crate::db::{Schema, Value};
-use crate::prompts::{DATES, UNIX_TIMES, WRITTEN_DATES};
+use crate::prompts::{DATES, DIGIT_DATES, UNIX_TIMES, WRITTEN_DATES};
 
 /// Columns named in a paragraph at most.
 const MAX_COLUMNS: usize = 4;
@@ -45,6 +46,7 @@ impl Paragraphs {
             format!("{}\n", text.trim_end())
         };
         let mut reading = written_dates_paragraph(schema);
+        reading += &digit_dates_paragraph(schema);
         let times = columns_where(schema, |c| unix_time_unit(c).is_some());
         if !times.is_empty() {
             let example = example_reading(schema);
@@ -172,6 +174,21 @@ fn written_dates_paragraph(schema: &Schema) -> String {
     format!("{}\n", text.trim_end())
 }
 
+/// The paragraph on the columns that hold dates as eight digits
+/// (`digits`), with how to compare and read the first; empty when none.
+fn digit_dates_paragraph(schema: &Schema) -> String {
+    let columns = columns_where(schema, digits::holds_digit_dates);
+    let Some(first) = columns.first() else {
+        return String::new();
+    };
+    let text = DIGIT_DATES.render(&[
+        ("columns", &listed(&columns)),
+        ("first", first),
+        ("iso", &digits::iso(first)),
+    ]);
+    format!("{}\n", text.trim_end())
+}
+
 /// `table.column` of every column of `schema` that `holds`.
 fn columns_where(schema: &Schema, holds: impl Fn(&Column) -> bool) -> Vec<String> {
     schema
@@ -261,10 +278,13 @@ pub(super) fn unix_time_unit(column: &Column) -> Option<UnixUnit> {
 
 /// Whether a column's name speaks of a time: one of its words (split at
 /// `_`, spaces and lower-to-upper case changes) holds `time`, `date` or
-/// `stamp`, or is `at`, `on`, `ts`, `epoch`, `created`, `updated` or
-/// `modified` (`created_at`, `lastLogin_ts`, `UpdatedOn`).
+/// `stamp`, or is `at`, `on`, `ts`, `dt`, `day`, `epoch`, `created`,
+/// `updated` or `modified` (`created_at`, `lastLogin_ts`, `UpdatedOn`,
+/// `ord_dt`).
 fn names_a_time(name: &str) -> bool {
-    const WORDS: [&str; 7] = ["at", "on", "ts", "epoch", "created", "updated", "modified"];
+    const WORDS: [&str; 9] = [
+        "at", "on", "ts", "dt", "day", "epoch", "created", "updated", "modified",
+    ];
     const PARTS: [&str; 3] = ["time", "date", "stamp"];
     let mut words = Vec::new();
     let mut word = String::new();
@@ -410,6 +430,31 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("serviced"), "{text}");
+    }
+
+    #[test]
+    fn columns_of_eight_digit_dates_are_named_with_how_to_compare_and_read_them() {
+        let paragraphs = Paragraphs::of(&schema(vec![
+            integers("sale_date", &[20_230_315, 20_240_102]),
+            column("sent_on", &["20220701"]),
+            // The digits of a date under a name that is no time's.
+            integers("batch", &[20_230_315]),
+        ]));
+        // Told whatever the question: the columns read wrongly without it.
+        let text = paragraphs.for_question("Which store sold the most?");
+        assert!(
+            text.starts_with("Dates: pumps.sale_date, pumps.sent_on hold dates as eight digits"),
+            "{text}"
+        );
+        assert!(
+            text.contains("pumps.sale_date BETWEEN 20230301 AND 20230331 is March 2023"),
+            "{text}"
+        );
+        assert!(
+            text.contains("substr(pumps.sale_date, 5, 2) || '-' || substr(pumps.sale_date, 7, 2)"),
+            "{text}"
+        );
+        assert!(!text.contains("batch"), "{text}");
     }
 
     #[test]

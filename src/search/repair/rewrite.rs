@@ -33,6 +33,12 @@ pub(super) trait Rereading {
     /// `expr` read anew; None when it is no column this reading is for.
     fn reread(&self, expr: &Expr) -> Option<Expr>;
 
+    /// An ordering key read anew: as `reread`, unless the column's stored
+    /// form already sorts in the order meant.
+    fn reread_key(&self, expr: &Expr) -> Option<Expr> {
+        self.reread(expr)
+    }
+
     /// The operands of `expr` that its meaning reads in order, and so
     /// that are to be read anew; none for most expressions.
     fn ordered_operands<'e>(&self, expr: &'e mut Expr) -> Vec<&'e mut Expr>;
@@ -54,8 +60,8 @@ struct Rereader<'a, R> {
 }
 
 impl<R: Rereading> Rereader<'_, R> {
-    fn read(&mut self, expr: &mut Expr) {
-        if let Some(anew) = self.reading.reread(expr) {
+    fn read(&mut self, expr: &mut Expr, anew: Option<Expr>) {
+        if let Some(anew) = anew {
             *expr = anew;
             self.changed = true;
         }
@@ -68,7 +74,8 @@ impl<R: Rereading> VisitorMut for Rereader<'_, R> {
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
         if let Some(OrderByKind::Expressions(keys)) = query.order_by.as_mut().map(|o| &mut o.kind) {
             for key in keys {
-                self.read(&mut key.expr);
+                let anew = self.reading.reread_key(&key.expr);
+                self.read(&mut key.expr, anew);
             }
         }
         ControlFlow::Continue(())
@@ -76,7 +83,8 @@ impl<R: Rereading> VisitorMut for Rereader<'_, R> {
 
     fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
         for operand in self.reading.ordered_operands(expr) {
-            self.read(operand);
+            let anew = self.reading.reread(operand);
+            self.read(operand, anew);
         }
         ControlFlow::Continue(())
     }

@@ -5,7 +5,9 @@
 //! date functions read none of them (`strftime('%m', order_date)` is
 //! NULL). Where a column's form is known, such an ordering, a comparison
 //! with an ISO date or a date function's time value reads the column as
-//! `YYYY-MM-DD` instead.
+//! `YYYY-MM-DD` instead. Dates stored as eight digits (`20230315`) are
+//! read so too where they meet an ISO date or a date function; they sort
+//! by time already, and compare rightly with numbers of their form.
 
 use super::rewrite::{
     argument_mut, column_named, column_named_mut, columns_of_a_kind, is_iso_date, parse_expr,
@@ -13,6 +15,7 @@ use super::rewrite::{
 };
 use crate::db::schema::{Column, Table};
 use crate::db::{Schema, Value};
+use crate::search::dates::digits::{self, holds_digit_dates};
 use crate::search::dates::is_date_text;
 use crate::search::dates::written::{written_form, WrittenForm};
 use sqlparser::ast::{BinaryOperator, Expr};
@@ -30,6 +33,8 @@ enum Reading {
     Companion,
     /// Cut and joined from a form whose order of month and day is known.
     Form(WrittenForm),
+    /// Cut and joined from eight digits, `YYYYMMDD`.
+    Digits,
 }
 
 impl WrittenDates {
@@ -37,6 +42,9 @@ impl WrittenDates {
         WrittenDates(columns_of_a_kind(schema, |table, column| {
             if has_iso_companion(table, column) {
                 return Some(Reading::Companion);
+            }
+            if holds_digit_dates(column) {
+                return Some(Reading::Digits);
             }
             written_form(&column.examples)
                 .filter(WrittenForm::order_known)
@@ -84,9 +92,17 @@ pub(super) fn in_date_order(sql: &str, dates: &WrittenDates) -> Option<String> {
     reread_query(sql, dates)
 }
 
+impl WrittenDates {
+    fn reading_of(&self, expr: &Expr) -> Option<Reading> {
+        self.0
+            .get(&column_named(expr)?.value.to_lowercase())
+            .copied()
+    }
+}
+
 impl Rereading for WrittenDates {
     fn reread(&self, expr: &Expr) -> Option<Expr> {
-        match self.0.get(&column_named(expr)?.value.to_lowercase())? {
+        match self.reading_of(expr)? {
             Reading::Companion => {
                 let mut companion = expr.clone();
                 let name = column_named_mut(&mut companion)?;
@@ -97,7 +113,18 @@ impl Rereading for WrittenDates {
                 let iso = parse_expr(&form.iso(&expr.to_string())?)?;
                 Some(Expr::Nested(Box::new(iso)))
             }
+            Reading::Digits => {
+                let iso = parse_expr(&digits::iso(&expr.to_string()))?;
+                Some(Expr::Nested(Box::new(iso)))
+            }
         }
+    }
+
+    fn reread_key(&self, expr: &Expr) -> Option<Expr> {
+        if self.reading_of(expr) == Some(Reading::Digits) {
+            return None;
+        }
+        self.reread(expr)
     }
 
     /// The side of a comparison with an ISO date that is not the date, and
@@ -116,8 +143,15 @@ impl Rereading for WrittenDates {
             Expr::Between {
                 expr, low, high, ..
             } if is_iso_date(low) && is_iso_date(high) => vec![expr],
-            // A pattern that opens with a year (`'2020%'`, `'2020-03-%'`).
-            Expr::Like { expr, pattern, .. } if opens_with_a_year(pattern) => vec![expr],
+            // A pattern that opens with a year (`'2020%'`, `'2020-03-%'`);
+            // eight digits match one without a dash (`'202003%'`) as they are.
+            Expr::Like { expr, pattern, .. }
+                if opens_with_a_year(pattern)
+                    && (self.reading_of(expr) != Some(Reading::Digits)
+                        || pattern.to_string().get(5..6) == Some("-")) =>
+            {
+                vec![expr]
+            }
             // A date function reads no written date: it gives NULL.
             Expr::Function(function) => time_value_position(function)
                 .and_then(|at| argument_mut(function, at))
@@ -267,6 +301,66 @@ mod tests {
             "SELECT strftime(order_date, '2021-01-01') FROM orders",
         ] {
             assert_eq!(in_date_order(sql, &dates()), None, "{sql}");
+        }
+    }
+
+    /// A sales table keyed by dates of eight digits, `sale_date`
+    /// 20230315 and 20240102, each sale worth 1.
+    fn digit_dated_sales() -> (rusqlite::Connection, WrittenDates) {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE sales (sale_date INTEGER, amount REAL);
+             INSERT INTO sales VALUES (20230315, 1), (20240102, 1);",
+        )
+        .unwrap();
+        let dates = WrittenDates::of(&Schema {
+            tables: vec![Table {
+                name: "sales".into(),
+                is_view: false,
+                row_count: Some(2),
+                columns: vec![Column {
+                    name: "sale_date".into(),
+                    declared_type: "INTEGER".into(),
+                    primary_key: false,
+                    examples: vec![Value::Integer(20230315), Value::Integer(20240102)],
+                    description: None,
+                    value_description: None,
+                    json: None,
+                }],
+                foreign_keys: Vec::new(),
+            }],
+        });
+        (conn, dates)
+    }
+
+    #[test]
+    fn dates_of_eight_digits_read_as_dates_where_a_date_function_or_an_iso_date_meets_them() {
+        let (conn, dates) = digit_dated_sales();
+        let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+        for sql in [
+            "SELECT COUNT(*) FROM sales WHERE strftime('%Y', sale_date) = '2023'",
+            "SELECT COUNT(*) FROM sales WHERE sale_date BETWEEN '2023-03-01' AND '2023-03-31'",
+            "SELECT COUNT(*) FROM sales WHERE sale_date > '2024-01-01'",
+            "SELECT COUNT(*) FROM sales WHERE sale_date LIKE '2023-03%'",
+        ] {
+            // Each counts nothing as written; read as dates, the one sale.
+            assert_eq!(count(sql), 0, "{sql}");
+            let read = in_date_order(sql, &dates).unwrap_or_else(|| panic!("{sql}"));
+            assert!(read.contains("SUBSTR(sale_date, 5, 2)"), "{read}");
+            assert_eq!(count(&read), 1, "{read}");
+        }
+    }
+
+    #[test]
+    fn dates_of_eight_digits_are_left_where_they_already_read_rightly() {
+        let (_conn, dates) = digit_dated_sales();
+        for sql in [
+            "SELECT amount FROM sales ORDER BY sale_date DESC LIMIT 1",
+            "SELECT COUNT(*) FROM sales WHERE sale_date BETWEEN 20230301 AND 20230331",
+            "SELECT COUNT(*) FROM sales WHERE sale_date LIKE '202303%'",
+            "SELECT COUNT(*) FROM sales WHERE sale_date / 10000 = 2023",
+        ] {
+            assert_eq!(in_date_order(sql, &dates), None, "{sql}");
         }
     }
 }
