@@ -51,6 +51,13 @@ impl WrittenDates {
                 .map(Reading::Form)
         }))
     }
+
+    /// How `expr` is read, when it names a column of such dates.
+    fn reading_of(&self, expr: &Expr) -> Option<Reading> {
+        self.0
+            .get(&column_named(expr)?.value.to_lowercase())
+            .copied()
+    }
 }
 
 /// Whether `column` holds texts that are not ISO dates and its table a
@@ -90,14 +97,6 @@ pub(super) fn in_date_order(sql: &str, dates: &WrittenDates) -> Option<String> {
         return None;
     }
     reread_query(sql, dates)
-}
-
-impl WrittenDates {
-    fn reading_of(&self, expr: &Expr) -> Option<Reading> {
-        self.0
-            .get(&column_named(expr)?.value.to_lowercase())
-            .copied()
-    }
 }
 
 impl Rereading for WrittenDates {
