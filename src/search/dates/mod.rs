@@ -454,6 +454,7 @@ mod tests {
             text.contains("substr(pumps.sale_date, 5, 2) || '-' || substr(pumps.sale_date, 7, 2)"),
             "{text}"
         );
+        assert!(text.contains("julianday(b) - julianday(a)"), "{text}");
         assert!(!text.contains("batch"), "{text}");
     }
 

@@ -42,6 +42,12 @@ pub(super) trait Rereading {
     /// The operands of `expr` that its meaning reads in order, and so
     /// that are to be read anew; none for most expressions.
     fn ordered_operands<'e>(&self, expr: &'e mut Expr) -> Vec<&'e mut Expr>;
+
+    /// `expr` read anew as a whole, where its meaning is not its operands'
+    /// read one by one (a difference of two dates); None for most.
+    fn reread_whole(&self, _expr: &Expr) -> Option<Expr> {
+        None
+    }
 }
 
 /// `sql` with every ordering key and every operand `reading` names read
@@ -82,6 +88,10 @@ impl<R: Rereading> VisitorMut for Rereader<'_, R> {
     }
 
     fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Some(whole) = self.reading.reread_whole(expr) {
+            self.read(expr, Some(whole));
+            return ControlFlow::Continue(());
+        }
         for operand in self.reading.ordered_operands(expr) {
             let anew = self.reading.reread(operand);
             self.read(operand, anew);

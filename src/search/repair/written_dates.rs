@@ -7,7 +7,9 @@
 //! with an ISO date or a date function's time value reads the column as
 //! `YYYY-MM-DD` instead. Dates stored as eight digits (`20230315`) are
 //! read so too where they meet an ISO date or a date function; they sort
-//! by time already, and compare rightly with numbers of their form.
+//! by time already, and compare rightly with numbers of their form; the
+//! difference of two of them, which counts days only within one month, is
+//! read as the days between them.
 
 use super::rewrite::{
     argument_mut, column_named, column_named_mut, columns_of_a_kind, is_iso_date, parse_expr,
@@ -18,7 +20,7 @@ use crate::db::{Schema, Value};
 use crate::search::dates::digits::{self, holds_digit_dates};
 use crate::search::dates::is_date_text;
 use crate::search::dates::written::{written_form, WrittenForm};
-use sqlparser::ast::{BinaryOperator, Expr};
+use sqlparser::ast::{BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments};
 use std::collections::HashMap;
 
 /// The database's columns of written dates, by lowercased name
@@ -57,6 +59,29 @@ impl WrittenDates {
         self.0
             .get(&column_named(expr)?.value.to_lowercase())
             .copied()
+    }
+
+    /// The column of eight-digit dates `expr` names, bare, in parentheses
+    /// or as the one argument of `date` or `datetime`.
+    fn digit_dates_in<'e>(&self, expr: &'e Expr) -> Option<&'e Expr> {
+        match expr {
+            Expr::Nested(inner) => self.digit_dates_in(inner),
+            Expr::Function(function) => {
+                let name = function.name.to_string().to_lowercase();
+                let FunctionArguments::List(list) = &function.args else {
+                    return None;
+                };
+                match list.args.as_slice() {
+                    [FunctionArg::Unnamed(FunctionArgExpr::Expr(argument))]
+                        if name == "date" || name == "datetime" =>
+                    {
+                        self.digit_dates_in(argument)
+                    }
+                    _ => None,
+                }
+            }
+            _ => (self.reading_of(expr) == Some(Reading::Digits)).then_some(expr),
+        }
     }
 }
 
@@ -117,6 +142,28 @@ impl Rereading for WrittenDates {
                 Some(Expr::Nested(Box::new(iso)))
             }
         }
+    }
+
+    /// `b - a` of two eight-digit dates (or of `date()` of each) as the
+    /// days between them.
+    fn reread_whole(&self, expr: &Expr) -> Option<Expr> {
+        let Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Minus,
+            right,
+        } = expr
+        else {
+            return None;
+        };
+        let day_number = |side: &Expr| {
+            let column = self.digit_dates_in(side)?;
+            parse_expr(&format!("julianday({})", digits::iso(&column.to_string())))
+        };
+        Some(Expr::BinaryOp {
+            left: Box::new(day_number(left)?),
+            op: BinaryOperator::Minus,
+            right: Box::new(day_number(right)?),
+        })
     }
 
     fn reread_key(&self, expr: &Expr) -> Option<Expr> {
@@ -347,6 +394,61 @@ mod tests {
             let read = in_date_order(sql, &dates).unwrap_or_else(|| panic!("{sql}"));
             assert!(read.contains("SUBSTR(sale_date, 5, 2)"), "{read}");
             assert_eq!(count(&read), 1, "{read}");
+        }
+    }
+
+    #[test]
+    fn the_difference_of_two_dates_of_eight_digits_counts_days() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE parcels (sent_on TEXT, delivered_on TEXT, weight REAL);
+             INSERT INTO parcels VALUES ('20230329', '20230401', 2);",
+        )
+        .unwrap();
+        let text = |name: &str, example: &str| Column {
+            name: name.into(),
+            declared_type: "TEXT".into(),
+            primary_key: false,
+            examples: vec![Value::Text(example.into())],
+            description: None,
+            value_description: None,
+            json: None,
+        };
+        let dates = WrittenDates::of(&Schema {
+            tables: vec![Table {
+                name: "parcels".into(),
+                is_view: false,
+                row_count: Some(1),
+                columns: vec![
+                    text("sent_on", "20230329"),
+                    text("delivered_on", "20230401"),
+                ],
+                foreign_keys: Vec::new(),
+            }],
+        });
+        let days = |sql: &str| -> Option<f64> { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+        // As written: a difference of the digits, or NULL where a date
+        // function meets them.
+        for (sql, as_written) in [
+            ("SELECT delivered_on - sent_on FROM parcels", Some(72.0)),
+            (
+                "SELECT AVG(DATE(parcels.delivered_on) - DATE(parcels.sent_on)) FROM parcels",
+                None,
+            ),
+            ("SELECT (delivered_on) - date(sent_on) FROM parcels", None),
+        ] {
+            assert_eq!(days(sql), as_written, "{sql}");
+            let read = in_date_order(sql, &dates).unwrap_or_else(|| panic!("{sql}"));
+            assert!(read.contains("julianday(SUBSTR("), "{read}");
+            assert_eq!(days(&read), Some(3.0), "{read}");
+        }
+        for sql in [
+            "SELECT delivered_on - weight FROM parcels",
+            "SELECT date(delivered_on, '+1 day') - sent_on FROM parcels",
+            "SELECT delivered_on + sent_on FROM parcels",
+        ] {
+            let read = in_date_order(sql, &dates).unwrap_or_default();
+            assert!(!read.contains("julianday"), "{sql} -> {read}");
         }
     }
 
