@@ -18,8 +18,10 @@ const BOOTSTRAP_SEED: u64 = 0xB007;
 /// One run's verdict on each question whose gold executes.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Outcomes {
-    /// Question id to (correct, gold result non-empty).
-    pub by_question: HashMap<String, (bool, bool)>,
+    /// (database, question id) to (correct, gold result non-empty): runs
+    /// over sets made apart number their questions alike, and a question
+    /// is the same only on the same database.
+    pub by_question: HashMap<(String, String), (bool, bool)>,
 }
 
 #[derive(Deserialize)]
@@ -35,6 +37,8 @@ struct ReportQuestions {
 #[derive(Deserialize)]
 struct QuestionVerdict {
     question_id: String,
+    #[serde(default)]
+    db_id: String,
     gold_nonempty: Option<bool>,
     verdict: String,
 }
@@ -57,7 +61,10 @@ impl Outcomes {
             .filter(|q| q.verdict != "gold_failed")
             .map(|q| {
                 let correct = q.verdict == "correct";
-                (q.question_id, (correct, q.gold_nonempty == Some(true)))
+                (
+                    (q.db_id, q.question_id),
+                    (correct, q.gold_nonempty == Some(true)),
+                )
             })
             .collect();
         Ok(Outcomes { by_question })
@@ -81,7 +88,7 @@ pub struct PairedDifference {
 /// The comparison over the questions both runs scored; with `nonempty`,
 /// over those whose gold result is not empty. None when they share none.
 pub fn compare(a: &Outcomes, b: &Outcomes, nonempty: bool) -> Option<PairedDifference> {
-    let mut ids: Vec<&String> = a
+    let mut ids: Vec<&(String, String)> = a
         .by_question
         .iter()
         .filter(|(id, (_, gold_nonempty))| {
@@ -155,7 +162,7 @@ mod tests {
                 .iter()
                 .zip(nonempty)
                 .enumerate()
-                .map(|(i, (&c, &n))| (format!("q{i}"), (c, n)))
+                .map(|(i, (&c, &n))| (("d".to_string(), format!("q{i}")), (c, n)))
                 .collect(),
         }
     }

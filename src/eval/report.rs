@@ -325,6 +325,30 @@ mod tests {
     }
 
     #[test]
+    fn runs_over_other_databases_share_no_question() {
+        let root = tempfile::tempdir().unwrap();
+        let verdicts = |db: &str| {
+            format!(
+                r#"[{{"question_id": "0", "db_id": "{db}", "gold_nonempty": true, "verdict": "correct"}}]"#
+            )
+        };
+        let greedy = r#"{"method": "greedy", "budget": 1, "changes": []}"#;
+        let dirs = [
+            run_dir(
+                root.path(),
+                "clinic",
+                &summary_with(greedy, 100.0, 1, &verdicts("clinic")),
+            ),
+            run_dir(
+                root.path(),
+                "shop",
+                &summary_with(greedy, 100.0, 1, &verdicts("shop")),
+            ),
+        ];
+        assert!(pairs(&load_runs(&dirs).unwrap()).unwrap().is_empty());
+    }
+
+    #[test]
     fn unfinished_and_foreign_folders_are_named_in_the_error() {
         let root = tempfile::tempdir().unwrap();
         let unfinished = root.path().join("cut");
