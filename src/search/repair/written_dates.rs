@@ -229,33 +229,51 @@ mod tests {
     use crate::db::schema::{Column, Table};
     use crate::db::Value;
 
-    fn dates() -> WrittenDates {
-        let column = |name: &str, examples: &[&str]| Column {
+    /// A column of `examples`, declared `declared_type`.
+    fn column(name: &str, declared_type: &str, examples: Vec<Value>) -> Column {
+        Column {
             name: name.into(),
-            declared_type: "TEXT".into(),
+            declared_type: declared_type.into(),
             primary_key: false,
-            examples: examples.iter().map(|e| Value::Text((*e).into())).collect(),
+            examples,
             description: None,
             value_description: None,
             json: None,
-        };
+        }
+    }
+
+    /// A TEXT column of `examples`.
+    fn text_column(name: &str, examples: &[&str]) -> Column {
+        let texts = examples.iter().map(|e| Value::Text((*e).into())).collect();
+        column(name, "TEXT", texts)
+    }
+
+    /// The written dates of a database of one table, `name`.
+    fn dates_of_table(name: &str, columns: Vec<Column>) -> WrittenDates {
         WrittenDates::of(&Schema {
             tables: vec![Table {
-                name: "orders".into(),
+                name: name.into(),
                 is_view: false,
-                row_count: Some(2),
-                columns: vec![
-                    column("order_date", &["03/15/2021", "12/01/2022"]),
-                    // Month and day cannot be told apart: left alone.
-                    column("due", &["03/05/2021", "12/01/2022"]),
-                    column("customer", &["Ann", "Bob"]),
-                    // A file's column of dates, stored beside its ISO form.
-                    column("hired", &["11 Jun 2022", "02 Sep 2012"]),
-                    column("hired_date", &["2022-06-11", "2012-09-02"]),
-                ],
+                row_count: None,
+                columns,
                 foreign_keys: Vec::new(),
             }],
         })
+    }
+
+    fn dates() -> WrittenDates {
+        dates_of_table(
+            "orders",
+            vec![
+                text_column("order_date", &["03/15/2021", "12/01/2022"]),
+                // Month and day cannot be told apart: left alone.
+                text_column("due", &["03/05/2021", "12/01/2022"]),
+                text_column("customer", &["Ann", "Bob"]),
+                // A file's column of dates, stored beside its ISO form.
+                text_column("hired", &["11 Jun 2022", "02 Sep 2012"]),
+                text_column("hired_date", &["2022-06-11", "2012-09-02"]),
+            ],
+        )
     }
 
     const ISO: &str = "(SUBSTR(order_date, 7, 4) || '-' || SUBSTR(order_date, 1, 2) || '-' || SUBSTR(order_date, 4, 2))";
@@ -359,23 +377,14 @@ mod tests {
              INSERT INTO sales VALUES (20230315, 1), (20240102, 1);",
         )
         .unwrap();
-        let dates = WrittenDates::of(&Schema {
-            tables: vec![Table {
-                name: "sales".into(),
-                is_view: false,
-                row_count: Some(2),
-                columns: vec![Column {
-                    name: "sale_date".into(),
-                    declared_type: "INTEGER".into(),
-                    primary_key: false,
-                    examples: vec![Value::Integer(20230315), Value::Integer(20240102)],
-                    description: None,
-                    value_description: None,
-                    json: None,
-                }],
-                foreign_keys: Vec::new(),
-            }],
-        });
+        let dates = dates_of_table(
+            "sales",
+            vec![column(
+                "sale_date",
+                "INTEGER",
+                vec![Value::Integer(20230315), Value::Integer(20240102)],
+            )],
+        );
         (conn, dates)
     }
 
@@ -405,27 +414,13 @@ mod tests {
              INSERT INTO parcels VALUES ('20230329', '20230401', 2);",
         )
         .unwrap();
-        let text = |name: &str, example: &str| Column {
-            name: name.into(),
-            declared_type: "TEXT".into(),
-            primary_key: false,
-            examples: vec![Value::Text(example.into())],
-            description: None,
-            value_description: None,
-            json: None,
-        };
-        let dates = WrittenDates::of(&Schema {
-            tables: vec![Table {
-                name: "parcels".into(),
-                is_view: false,
-                row_count: Some(1),
-                columns: vec![
-                    text("sent_on", "20230329"),
-                    text("delivered_on", "20230401"),
-                ],
-                foreign_keys: Vec::new(),
-            }],
-        });
+        let dates = dates_of_table(
+            "parcels",
+            vec![
+                text_column("sent_on", &["20230329"]),
+                text_column("delivered_on", &["20230401"]),
+            ],
+        );
         let days = |sql: &str| -> Option<f64> { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
         // As written: a difference of the digits, or NULL where a date
         // function meets them.
