@@ -57,6 +57,7 @@ mod rewrite;
 mod statements;
 mod syntax;
 mod text_numbers;
+mod text_results;
 mod unasked;
 mod unix_times;
 mod unmatched;
@@ -497,8 +498,9 @@ impl SchemaNames {
 
     /// `sql`, which ran to `outcome`, mended when that outcome falls short:
     /// a Unix time handed to a date function bare, a written date
-    /// ordered as text, or a value equated with two dates, read as a time
-    /// (`times_read_as_times`), and then a
+    /// ordered as text, or a value equated with two dates, read as a time,
+    /// and a function's text compared with a number read as a number
+    /// (`reread_before_running`), and then a
     /// failed query fixed until it runs (`fix_until_it_runs`, `cut` as
     /// there); one that equates keys past the table linking them (as
     /// written or as fixed) routed through it (`bridge_keys`); else, if it
@@ -553,9 +555,10 @@ impl SchemaNames {
         cut: bool,
         asked: &str,
     ) -> Option<(String, Arc<QueryResult>)> {
-        // A Unix time read bare gives NULL, and written dates ordered as
-        // text sort by month, whatever else the query does.
-        if let Some(read) = self.times_read_as_times(sql) {
+        // A Unix time read bare gives NULL, written dates ordered as text
+        // sort by month, and a text compared with a number never equals
+        // it, whatever else the query does.
+        if let Some(read) = self.reread_before_running(sql) {
             if let Ok(result) = executor.query(&read) {
                 let ran = Ok(result.clone());
                 return self
@@ -588,13 +591,16 @@ impl SchemaNames {
     }
 
     /// `sql` with two dates one value must equal made a range
-    /// (`date_range`), and its Unix times and written dates read as times
-    /// (`unix_times`, `written_dates`); None when it reads none wrongly.
-    fn times_read_as_times(&self, sql: &str) -> Option<String> {
-        let rewrites: [&QueryRewrite; 3] = [
+    /// (`date_range`), its Unix times and written dates read as times
+    /// (`unix_times`, `written_dates`), and a date part or other function's
+    /// text compared with a number read as one (`text_results`); None when
+    /// it reads none wrongly.
+    fn reread_before_running(&self, sql: &str) -> Option<String> {
+        let rewrites: [&QueryRewrite; 4] = [
             &date_range::as_ranges,
             &|text| unix_times::read_as_unix_times(text, &self.unix_times),
             &|text| written_dates::in_date_order(text, &self.written_dates),
+            &text_results::read_as_numbers,
         ];
         rewritten_in_turn(sql, &rewrites)
     }
