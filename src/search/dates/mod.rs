@@ -315,6 +315,16 @@ fn holds_dates(examples: &[Value]) -> bool {
         })
 }
 
+/// Whether every example of `column` is a date written as text with a
+/// time of day after it (`2024-03-31 14:05:00`).
+pub(super) fn holds_date_times(column: &Column) -> bool {
+    holds_dates(&column.examples)
+        && column
+            .examples
+            .iter()
+            .all(|v| matches!(v, Value::Text(text) if text.len() > 10))
+}
+
 /// Whether `text` opens with a `YYYY-MM-DD` date, alone or before a time.
 pub(super) fn is_date_text(text: &str) -> bool {
     let bytes = text.as_bytes();

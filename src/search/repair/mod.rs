@@ -43,6 +43,7 @@ mod clause_order;
 mod comparison;
 mod cut;
 mod date_range;
+mod day_bounds;
 mod fractions;
 mod grouping;
 mod join;
@@ -134,6 +135,7 @@ pub struct SchemaNames {
     keys: Vec<join::KeyLink>,
     unix_times: unix_times::UnixColumns,
     written_dates: written_dates::WrittenDates,
+    date_times: day_bounds::DateTimes,
     numbers_as_text: text_numbers::NumbersAsText,
     whole_numbers: fractions::WholeNumbers,
 }
@@ -154,6 +156,7 @@ impl SchemaNames {
             keys: join::key_links(schema),
             unix_times: unix_times::UnixColumns::of(schema),
             written_dates: written_dates::WrittenDates::of(schema),
+            date_times: day_bounds::DateTimes::of(schema),
             numbers_as_text: text_numbers::NumbersAsText::of(schema),
             whole_numbers: fractions::WholeNumbers::of(schema),
         }
@@ -498,8 +501,9 @@ impl SchemaNames {
 
     /// `sql`, which ran to `outcome`, mended when that outcome falls short:
     /// a Unix time handed to a date function bare, a written date
-    /// ordered as text, or a value equated with two dates, read as a time,
-    /// and a function's text compared with a number read as a number
+    /// ordered as text, a value equated with two dates, or a time of day
+    /// compared with a bare day, read as a time or day, and a function's
+    /// text compared with a number read as a number
     /// (`reread_before_running`), and then a
     /// failed query fixed until it runs (`fix_until_it_runs`, `cut` as
     /// there); one that equates keys past the table linking them (as
@@ -592,14 +596,16 @@ impl SchemaNames {
 
     /// `sql` with two dates one value must equal made a range
     /// (`date_range`), its Unix times and written dates read as times
-    /// (`unix_times`, `written_dates`), and a date part or other function's
-    /// text compared with a number read as one (`text_results`); None when
-    /// it reads none wrongly.
+    /// (`unix_times`, `written_dates`), a time of day compared with a bare
+    /// day read as its day (`day_bounds`), and a date part or other
+    /// function's text compared with a number read as one (`text_results`);
+    /// None when it reads none wrongly.
     fn reread_before_running(&self, sql: &str) -> Option<String> {
-        let rewrites: [&QueryRewrite; 4] = [
+        let rewrites: [&QueryRewrite; 5] = [
             &date_range::as_ranges,
             &|text| unix_times::read_as_unix_times(text, &self.unix_times),
             &|text| written_dates::in_date_order(text, &self.written_dates),
+            &|text| day_bounds::read_as_days(text, &self.date_times),
             &text_results::read_as_numbers,
         ];
         rewritten_in_turn(sql, &rewrites)
