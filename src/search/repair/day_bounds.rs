@@ -7,10 +7,13 @@
 //! day (`date(starts_at)`) wherever it is compared with one; the
 //! comparisons that already held (`<` and `>=` a day) answer the same.
 
-use super::rewrite::{column_named, columns_of_a_kind, parse_expr, reread_query, Rereading};
+use super::rewrite::{
+    column_named, columns_of_a_kind, compared_side, is_iso_date, parse_expr, reread_query,
+    Rereading,
+};
 use crate::db::Schema;
 use crate::search::dates::holds_date_times;
-use sqlparser::ast::{BinaryOperator, Expr};
+use sqlparser::ast::Expr;
 use std::collections::HashSet;
 
 /// The database's columns of dates with times of day, by lowercased name
@@ -52,39 +55,16 @@ impl Rereading for DateTimes {
     }
 
     fn ordered_operands<'e>(&self, expr: &'e mut Expr) -> Vec<&'e mut Expr> {
-        match expr {
-            Expr::BinaryOp { left, op, right } if compares(op) => {
-                if is_day(right) {
-                    vec![left]
-                } else if is_day(left) {
-                    vec![right]
-                } else {
-                    Vec::new()
-                }
-            }
-            Expr::Between {
-                expr, low, high, ..
-            } if is_day(low) && is_day(high) => vec![expr],
-            Expr::InList { expr, list, .. } if !list.is_empty() && list.iter().all(is_day) => {
-                vec![expr]
-            }
-            _ => Vec::new(),
-        }
+        compared_side(expr, is_day)
+            .map(|(side, _)| vec![side])
+            .unwrap_or_default()
     }
-}
-
-fn compares(op: &BinaryOperator) -> bool {
-    use BinaryOperator::*;
-    matches!(op, Eq | NotEq | Gt | GtEq | Lt | LtEq)
 }
 
 /// Whether `expr` is a text literal that is a bare day, `'YYYY-MM-DD'`.
 fn is_day(expr: &Expr) -> bool {
     let text = expr.to_string();
-    matches!(expr, Expr::Value(_))
-        && text.len() == 12
-        && text.ends_with('\'')
-        && super::rewrite::is_iso_date(expr)
+    matches!(expr, Expr::Value(_)) && text.len() == 12 && text.ends_with('\'') && is_iso_date(expr)
 }
 
 #[cfg(test)]

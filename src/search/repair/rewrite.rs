@@ -144,6 +144,39 @@ pub(super) fn is_iso_date(expr: &Expr) -> bool {
         && digits(6..8)
 }
 
+/// The side of a comparison whose other side (both bounds of a BETWEEN,
+/// every item of an IN list) `is_bound` accepts, with those bounds: `x`
+/// of `x <= '2024-03-31'`, of `'2024-03-31' = x`, of `x BETWEEN a AND b`
+/// and of `x IN (a, b)`; None for any other expression.
+pub(super) fn compared_side(
+    expr: &mut Expr,
+    is_bound: impl Fn(&Expr) -> bool,
+) -> Option<(&mut Expr, Vec<&Expr>)> {
+    use BinaryOperator::*;
+    match expr {
+        Expr::BinaryOp {
+            left,
+            op: Gt | GtEq | Lt | LtEq | Eq | NotEq,
+            right,
+        } => {
+            if is_bound(right) {
+                Some((left, vec![right]))
+            } else if is_bound(left) {
+                Some((right, vec![left]))
+            } else {
+                None
+            }
+        }
+        Expr::Between {
+            expr, low, high, ..
+        } if is_bound(low) && is_bound(high) => Some((expr, vec![low, high])),
+        Expr::InList { expr, list, .. } if !list.is_empty() && list.iter().all(&is_bound) => {
+            Some((expr, list.iter().collect()))
+        }
+        _ => None,
+    }
+}
+
 /// The terms of a chain of ANDs, in order (parentheses that hold another
 /// AND are part of the chain).
 pub(super) fn conjuncts(expr: Expr) -> Vec<Expr> {

@@ -6,8 +6,8 @@
 //! the call is read as one (`CAST(strftime('%Y', day) AS INTEGER) <
 //! 2020`), which also reads '07' as 7.
 
-use super::rewrite::{parse_expr, rewrite_query};
-use sqlparser::ast::{BinaryOperator, Expr, UnaryOperator, VisitorMut};
+use super::rewrite::{compared_side, parse_expr, rewrite_query};
+use sqlparser::ast::{Expr, UnaryOperator, VisitorMut};
 use std::ops::ControlFlow;
 
 /// SQLite's functions that always give text (or NULL), by lowercased name.
@@ -34,14 +34,10 @@ struct Reader {
 }
 
 impl Reader {
-    /// `text`, a text function's call, read as the kind of number
-    /// `numbers` are: whole when all of them are.
-    fn read(&mut self, text: &mut Expr, numbers: &[&Expr]) {
-        let kind = if numbers.iter().all(|n| is_whole(n)) {
-            "INTEGER"
-        } else {
-            "REAL"
-        };
+    /// `text`, a text function's call, read as a number: a whole one when
+    /// what it is compared with is `whole`.
+    fn read(&mut self, text: &mut Expr, whole: bool) {
+        let kind = if whole { "INTEGER" } else { "REAL" };
         if let Some(read) = parse_expr(&format!("CAST({text} AS {kind})")) {
             *text = read;
             self.changed = true;
@@ -53,44 +49,14 @@ impl VisitorMut for Reader {
     type Break = ();
 
     fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        match expr {
-            Expr::BinaryOp { left, op, right } if is_comparison(op) => {
-                if is_text_call(left) && is_number(right) {
-                    self.read(left, &[right]);
-                } else if is_text_call(right) && is_number(left) {
-                    self.read(right, &[left]);
-                }
+        if let Some((text, numbers)) = compared_side(expr, is_number) {
+            if is_text_call(text) {
+                let whole = numbers.iter().all(|n| is_whole(n));
+                self.read(text, whole);
             }
-            Expr::Between {
-                expr: text,
-                low,
-                high,
-                ..
-            } if is_text_call(text) && is_number(low) && is_number(high) => {
-                self.read(text, &[low, high]);
-            }
-            Expr::InList {
-                expr: text, list, ..
-            } if is_text_call(text) && !list.is_empty() && list.iter().all(is_number) => {
-                let numbers: Vec<&Expr> = list.iter().collect();
-                self.read(text, &numbers);
-            }
-            _ => {}
         }
         ControlFlow::Continue(())
     }
-}
-
-fn is_comparison(op: &BinaryOperator) -> bool {
-    matches!(
-        op,
-        BinaryOperator::Eq
-            | BinaryOperator::NotEq
-            | BinaryOperator::Lt
-            | BinaryOperator::LtEq
-            | BinaryOperator::Gt
-            | BinaryOperator::GtEq
-    )
 }
 
 /// Whether `expr` is a call of one of the text functions, in parentheses

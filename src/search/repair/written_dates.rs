@@ -12,8 +12,8 @@
 //! read as the days between them.
 
 use super::rewrite::{
-    argument_mut, column_named, column_named_mut, columns_of_a_kind, is_iso_date, parse_expr,
-    reread_query, time_value_position, Rereading,
+    argument_mut, column_named, column_named_mut, columns_of_a_kind, compared_side, is_iso_date,
+    parse_expr, reread_query, time_value_position, Rereading,
 };
 use crate::db::schema::{Column, Table};
 use crate::db::{Schema, Value};
@@ -173,22 +173,15 @@ impl Rereading for WrittenDates {
         self.reread(expr)
     }
 
-    /// The side of a comparison with an ISO date that is not the date, and
-    /// the time value of a date function.
+    /// The side of a comparison with ISO dates that is not a date
+    /// (`compared_side`), and the time value of a date function.
     fn ordered_operands<'e>(&self, expr: &'e mut Expr) -> Vec<&'e mut Expr> {
         match expr {
-            Expr::BinaryOp { left, op, right } if is_comparison(op) => {
-                if is_iso_date(right) {
-                    vec![left]
-                } else if is_iso_date(left) {
-                    vec![right]
-                } else {
-                    Vec::new()
-                }
+            Expr::BinaryOp { .. } | Expr::Between { .. } | Expr::InList { .. } => {
+                compared_side(expr, is_iso_date)
+                    .map(|(side, _)| vec![side])
+                    .unwrap_or_default()
             }
-            Expr::Between {
-                expr, low, high, ..
-            } if is_iso_date(low) && is_iso_date(high) => vec![expr],
             // A pattern that opens with a year (`'2020%'`, `'2020-03-%'`);
             // eight digits match one without a dash (`'202003%'`) as they are.
             Expr::Like { expr, pattern, .. }
@@ -206,11 +199,6 @@ impl Rereading for WrittenDates {
             _ => Vec::new(),
         }
     }
-}
-
-fn is_comparison(op: &BinaryOperator) -> bool {
-    use BinaryOperator::*;
-    matches!(op, Gt | GtEq | Lt | LtEq | Eq | NotEq)
 }
 
 /// Whether `expr` is a text literal that opens with four digits.
