@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A run against sc over the first k samples of kept sc samples, paired.
 
-Usage: scripts/paired_replay.py RUN SAMPLES.jsonl [--k 2,3,4,5,6,8]
+Usage: scripts/paired_replay.py RUN SAMPLES.jsonl [RUN SAMPLES.jsonl ...] [--k 2,3,4,5,6,8]
 
 RUN is an `iesr bench` output folder (its summary.json says which
 questions each run got right; predictions.jsonl its generated tokens).
@@ -12,6 +12,8 @@ them). For each k, sc-k is replayed with the engine's choice
 with RUN on the questions both scored: questions right, mean generated
 tokens, the difference in points with a 95% bootstrap interval over
 questions (10,000 resamples, seed 0), and the questions won and lost.
+Several RUN SAMPLES pairs (one per database set, as
+scripts/made_databases.sh writes them) are pooled into one comparison.
 This is how docs/results.md compares the search with sc at equal
 tokens.
 """
@@ -56,25 +58,33 @@ def bootstrap(pairs, resamples=10000, seed=0):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run")
-    parser.add_argument("samples")
+    parser.add_argument("pairs", nargs="+", metavar="RUN SAMPLES", help="a run and its sc samples")
     parser.add_argument("--k", default="2,3,4,5,6,8", help="sample counts to replay")
     args = parser.parse_args()
-    verdicts = run_verdicts(args.run)
-    tokens = run_tokens(args.run)
-    kept = [json.loads(line) for line in pathlib.Path(args.samples).read_text().splitlines()]
-    kept = [row for row in kept if row["question"] in verdicts]
+    if len(args.pairs) % 2:
+        sys.exit("give each run with its samples file: RUN SAMPLES [RUN SAMPLES ...]")
+    kept = []
+    for run, samples in zip(args.pairs[::2], args.pairs[1::2]):
+        verdicts = run_verdicts(run)
+        tokens = run_tokens(run)
+        for line in pathlib.Path(samples).read_text().splitlines():
+            row = json.loads(line)
+            if row["question"] in verdicts:
+                row["right"] = verdicts[row["question"]]
+                row["tokens"] = tokens[row["question"]]
+                kept.append(row)
     if not kept:
-        sys.exit("no question of the samples file was scored in the run")
+        sys.exit("no question of the samples files was scored in the runs")
     n = len(kept)
-    right = sum(verdicts[row["question"]] for row in kept)
-    mean_tokens = sum(tokens[row["question"]] for row in kept) / n
-    print(f"{args.run}: {right} of {n} right, {mean_tokens:.0f} generated tokens")
+    right = sum(row["right"] for row in kept)
+    mean_tokens = sum(row["tokens"] for row in kept) / n
+    runs = " ".join(args.pairs[::2])
+    print(f"{runs}: {right} of {n} right, {mean_tokens:.0f} generated tokens")
     for k in (int(x) for x in args.k.split(",")):
         pairs, sc_tokens = [], 0.0
         for row in kept:
             drawn = row["samples"][:k]
-            pairs.append((int(verdicts[row["question"]]), int(replay_stopping.chosen_right(drawn))))
+            pairs.append((int(row["right"]), int(replay_stopping.chosen_right(drawn))))
             sc_tokens += sum(s["tokens"] for s in drawn)
         low, high = bootstrap(pairs)
         won = sum(1 for a, b in pairs if a > b)

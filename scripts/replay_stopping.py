@@ -37,6 +37,7 @@ import collections
 import json
 import math
 import pathlib
+import re
 import sqlite3
 import sys
 
@@ -54,6 +55,13 @@ def rows(data, db, sql):
         con.close()
 
 
+def reviewed_form(sql):
+    """A query as the reviewer's records key it: the reviewer reads names
+    that must be quoted as plain words (`"from"` as `from_`), so quotes
+    and underscores are left out on both sides."""
+    return re.sub(r'["`_]', "", sql).lower()
+
+
 def load(run, data):
     dev = json.loads(pathlib.Path(data, "dev.json").read_text())
     questions = []
@@ -65,14 +73,14 @@ def load(run, data):
         call = trace["calls"][0]
         replies = call["outputs"]
         chars = sum(len(r) for r in replies) or 1
-        reviewed = {r["sql"]: r for r in trace.get("review") or []}
+        reviewed = {reviewed_form(r["sql"]): r for r in trace.get("review") or []}
         samples = []
         for i, candidate in enumerate(trace["candidates"][: len(replies)]):
             execution = candidate["execution"]
             ran = execution.get("status") == "ok"
             key = rows(data, db, candidate["sql"]) if ran else None
             preview = execution.get("preview") or []
-            review = reviewed.get(candidate["sql"], {})
+            review = reviewed.get(reviewed_form(candidate["sql"]), {})
             sample = {
                 "key": key,
                 "value": ran and any(v is not None for row in preview for v in row),
