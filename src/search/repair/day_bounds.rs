@@ -8,8 +8,7 @@
 //! comparisons that already held (`<` and `>=` a day) answer the same.
 
 use super::rewrite::{
-    column_named, columns_of_a_kind, compared_side, is_iso_date, parse_expr, reread_query,
-    Rereading,
+    column_named, columns_where, compared_side, is_iso_date, parse_expr, reread_query, Rereading,
 };
 use crate::db::Schema;
 use crate::search::dates::holds_date_times;
@@ -17,17 +16,13 @@ use sqlparser::ast::Expr;
 use std::collections::HashSet;
 
 /// The database's columns of dates with times of day, by lowercased name
-/// (`columns_of_a_kind`).
+/// (`columns_where`).
 #[derive(Debug, Clone, Default)]
 pub(super) struct DateTimes(HashSet<String>);
 
 impl DateTimes {
     pub(super) fn of(schema: &Schema) -> Self {
-        DateTimes(
-            columns_of_a_kind(schema, |_, c| holds_date_times(c).then_some(()))
-                .into_keys()
-                .collect(),
-        )
+        DateTimes(columns_where(schema, holds_date_times))
     }
 }
 
@@ -64,7 +59,7 @@ impl Rereading for DateTimes {
 /// Whether `expr` is a text literal that is a bare day, `'YYYY-MM-DD'`.
 fn is_day(expr: &Expr) -> bool {
     let text = expr.to_string();
-    matches!(expr, Expr::Value(_)) && text.len() == 12 && text.ends_with('\'') && is_iso_date(expr)
+    is_iso_date(expr) && text.len() == 12 && text.ends_with('\'')
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! its divisor again (`(year / 10) * 10`, a decade), means the whole
 //! quotient and is left as it is.
 
-use super::rewrite::{column_named, columns_of_a_kind, parse_expr, parse_query, rewrite_query};
+use super::rewrite::{column_named, columns_where, parse_expr, parse_query, rewrite_query};
 use crate::db::schema::Column;
 use crate::db::{Schema, Value};
 use sqlparser::ast::{
@@ -19,17 +19,13 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 /// The database's columns that hold whole numbers, by lowercased name
-/// (`columns_of_a_kind`).
+/// (`columns_where`).
 #[derive(Debug, Clone, Default)]
 pub(super) struct WholeNumbers(HashSet<String>);
 
 impl WholeNumbers {
     pub(super) fn of(schema: &Schema) -> Self {
-        WholeNumbers(
-            columns_of_a_kind(schema, |_, c| holds_whole_numbers(c).then_some(()))
-                .into_keys()
-                .collect(),
-        )
+        WholeNumbers(columns_where(schema, holds_whole_numbers))
     }
 
     /// Whether SQLite computes `expr` as a whole number: a whole literal,

@@ -560,8 +560,9 @@ impl SchemaNames {
         asked: &str,
     ) -> Option<(String, Arc<QueryResult>)> {
         // A Unix time read bare gives NULL, written dates ordered as text
-        // sort by month, and a text compared with a number never equals
-        // it, whatever else the query does.
+        // sort by month, a time compared with its bare day sorts after it,
+        // and a text compared with a number never equals it, whatever else
+        // the query does.
         if let Some(read) = self.reread_before_running(sql) {
             if let Ok(result) = executor.query(&read) {
                 let ran = Ok(result.clone());

@@ -10,7 +10,7 @@ use sqlparser::ast::{
 };
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 
 /// `sql`, one query, walked by `visitor` and written again when `changed`
@@ -261,6 +261,14 @@ pub(super) fn column_named_mut(expr: &mut Expr) -> Option<&mut Ident> {
         Expr::CompoundIdentifier(parts) => parts.last_mut(),
         _ => None,
     }
+}
+
+/// The lowercased names of the columns of `schema` that `holds` is true
+/// of, where it is true of every column so named (`columns_of_a_kind`).
+pub(super) fn columns_where(schema: &Schema, holds: impl Fn(&Column) -> bool) -> HashSet<String> {
+    columns_of_a_kind(schema, |_, c| holds(c).then_some(()))
+        .into_keys()
+        .collect()
 }
 
 /// What `kind` says of the columns of `schema`, by lowercased name, where

@@ -9,7 +9,7 @@
 //! order agree, the stored text stays the answer, as written.
 
 use super::rewrite::{
-    column_named, columns_of_a_kind, parse_expr, plain_argument_mut, reread_query, Rereading,
+    column_named, columns_where, parse_expr, plain_argument_mut, reread_query, Rereading,
 };
 use crate::db::executor::QueryResult;
 use crate::db::schema::Column;
@@ -19,17 +19,13 @@ use sqlparser::ast::{BinaryOperator, Expr, FunctionArguments};
 use std::collections::HashSet;
 
 /// The database's columns that hold numbers as text, by lowercased name
-/// (`columns_of_a_kind`).
+/// (`columns_where`).
 #[derive(Debug, Clone, Default)]
 pub(super) struct NumbersAsText(HashSet<String>);
 
 impl NumbersAsText {
     pub(super) fn of(schema: &Schema) -> Self {
-        NumbersAsText(
-            columns_of_a_kind(schema, |_, c| holds_numbers_as_text(c).then_some(()))
-                .into_keys()
-                .collect(),
-        )
+        NumbersAsText(columns_where(schema, holds_numbers_as_text))
     }
 }
 

@@ -286,6 +286,15 @@ mod tests {
                 "SELECT COUNT(*) FROM orders WHERE {ISO} > '2023-06-30'"
             ))
         );
+        assert_eq!(
+            in_date_order(
+                "SELECT COUNT(*) FROM orders WHERE order_date IN ('2021-03-15', '2022-12-01')",
+                &dates()
+            ),
+            Some(format!(
+                "SELECT COUNT(*) FROM orders WHERE {ISO} IN ('2021-03-15', '2022-12-01')"
+            ))
+        );
     }
 
     #[test]
