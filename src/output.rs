@@ -397,7 +397,7 @@ pub fn bench_summary_text(summary: &BenchSummary) -> String {
         ("prompt tokens computed", &c.prompt_tokens_computed),
         ("prompt tokens cached", &c.prompt_tokens_cached),
         ("generated tokens", &c.generated_tokens),
-        ("wall seconds", &c.seconds),
+        ("seconds to answer", &c.seconds),
     ] {
         table.add_row([
             name.to_string(),
@@ -406,8 +406,12 @@ pub fn bench_summary_text(summary: &BenchSummary) -> String {
         ]);
     }
     out.push_str(&format!(
-        "{table}\n{} questions, {:.1} generated tokens/s\n",
-        c.questions, c.generated_tokens_per_second
+        "{table}\n{} questions in {:.1} s of the run's wall time: {:.1} s a question, {:.0} questions an hour, {:.1} generated tokens/s\n",
+        c.questions,
+        c.run_seconds,
+        c.run_seconds_per_question(),
+        c.questions_per_hour(),
+        c.generated_tokens_per_second
     ));
     out
 }
@@ -480,6 +484,7 @@ pub fn runs_text(rows: &[RunRow]) -> String {
         "prompt cached",
         "generated",
         "tok/s",
+        "run s/q",
         "s mean",
         "s p90",
     ]);
@@ -497,6 +502,7 @@ pub fn runs_text(rows: &[RunRow]) -> String {
             format!("{:.0}", r.prompt_tokens_cached),
             format!("{:.0}", r.generated_tokens),
             format!("{:.1}", r.generated_tokens_per_second),
+            format!("{:.1}", r.run_seconds_per_question()),
             format!("{:.1}", r.seconds),
             format!("{:.1}", r.seconds_p90),
         ]);

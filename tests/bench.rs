@@ -179,6 +179,16 @@ fn questions_decoded_together_repeat_and_resume() {
         "{answers:?}"
     );
     assert_eq!(sql_by_question(&path("second")), answers);
+    // Each question's seconds overlap the others'; the run's wall time,
+    // shared out among the answers, is less than their sum.
+    let records = std::fs::read_to_string(path("first").join("predictions.jsonl")).unwrap();
+    let (mut own, mut run) = (0.0, 0.0);
+    for line in records.lines() {
+        let record: serde_json::Value = serde_json::from_str(line).unwrap();
+        own += record["seconds"].as_f64().unwrap();
+        run += record["run_seconds"].as_f64().unwrap();
+    }
+    assert!(run < own, "run {run} s against {own} s of questions");
 
     common::assert_success(&bench_with(&path("parts"), 2, false, &side_by_side));
     common::assert_success(&bench_with(&path("parts"), 4, true, &side_by_side));

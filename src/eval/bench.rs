@@ -20,6 +20,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
+use std::time::Instant;
 
 #[derive(Clone)]
 pub struct BenchConfig {
@@ -51,7 +52,14 @@ pub struct PredictionRecord {
     pub prompt_tokens: usize,
     pub cached_prompt_tokens: usize,
     pub generated_tokens: usize,
+    /// From the question's start to its answer.
     pub seconds: f64,
+    /// The run's wall time from the answer recorded before it (or the
+    /// session's start) to this one: its share of the run's time, which is
+    /// less than `seconds` when several questions are in flight. Absent in
+    /// records of runs that predate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_seconds: Option<f64>,
 }
 
 /// Mean and 90th percentile of one per-question cost.
@@ -69,8 +77,35 @@ pub struct CostSummary {
     pub prompt_tokens_cached: Spread,
     pub generated_tokens: Spread,
     pub seconds: Spread,
-    /// Generated tokens per second of wall time, over the whole run.
+    /// The run's wall seconds spent answering, over all its sessions (and
+    /// shards): each record's `run_seconds`, or its `seconds` where it has
+    /// none. Absent (0) in summaries that predate it.
+    #[serde(default)]
+    pub run_seconds: f64,
+    /// Generated tokens per second of the run's wall time.
     pub generated_tokens_per_second: f64,
+}
+
+impl CostSummary {
+    /// The run's wall seconds per question answered: what a question costs
+    /// in a batch, however many were in flight.
+    pub fn run_seconds_per_question(&self) -> f64 {
+        if self.run_seconds > 0.0 && self.questions > 0 {
+            self.run_seconds / self.questions as f64
+        } else {
+            self.seconds.mean
+        }
+    }
+
+    /// Questions answered per hour of the run's wall time.
+    pub fn questions_per_hour(&self) -> f64 {
+        let per_question = self.run_seconds_per_question();
+        if per_question > 0.0 {
+            3600.0 / per_question
+        } else {
+            0.0
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -119,8 +154,12 @@ pub fn run(
         .collect();
     let mut progress =
         RunProgress::new(dataset.examples.len(), done.len(), config.progress, "right");
+    let mut last_recorded = Instant::now();
     let mut record_answer = |example: &Example, answer: Answer, right: bool| -> Result<()> {
         let cost = &answer.trace.cost;
+        let recorded = Instant::now();
+        let run_seconds = recorded.duration_since(last_recorded).as_secs_f64();
+        last_recorded = recorded;
         let record = PredictionRecord {
             question_id: example.question_id.clone(),
             db_id: example.db_id.clone(),
@@ -131,6 +170,7 @@ pub fn run(
             cached_prompt_tokens: cost.cached_prompt_tokens,
             generated_tokens: cost.generated_tokens,
             seconds: cost.seconds,
+            run_seconds: Some(run_seconds),
         };
         let trace_path = traces.join(format!("{}.json", example.question_id));
         let trace = serde_json::to_string_pretty(&answer.trace).expect("traces serialize");
@@ -353,7 +393,10 @@ fn spread(mut values: Vec<f64>) -> Spread {
 pub(super) fn cost_summary(records: &[PredictionRecord]) -> CostSummary {
     let of = |f: fn(&PredictionRecord) -> f64| spread(records.iter().map(f).collect());
     let generated: f64 = records.iter().map(|r| r.generated_tokens as f64).sum();
-    let seconds: f64 = records.iter().map(|r| r.seconds).sum();
+    let run_seconds: f64 = records
+        .iter()
+        .map(|r| r.run_seconds.unwrap_or(r.seconds))
+        .sum();
     CostSummary {
         questions: records.len(),
         calls: of(|r| r.calls as f64),
@@ -361,8 +404,9 @@ pub(super) fn cost_summary(records: &[PredictionRecord]) -> CostSummary {
         prompt_tokens_cached: of(|r| r.cached_prompt_tokens as f64),
         generated_tokens: of(|r| r.generated_tokens as f64),
         seconds: of(|r| r.seconds),
-        generated_tokens_per_second: if seconds > 0.0 {
-            generated / seconds
+        run_seconds,
+        generated_tokens_per_second: if run_seconds > 0.0 {
+            generated / run_seconds
         } else {
             0.0
         },
@@ -386,11 +430,8 @@ mod tests {
         assert_eq!(spread(vec![]).p90, 0.0);
     }
 
-    #[test]
-    fn a_line_cut_short_is_dropped_on_resume() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(PREDICTIONS);
-        let record = PredictionRecord {
+    fn record(seconds: f64, run_seconds: Option<f64>) -> PredictionRecord {
+        PredictionRecord {
             question_id: "1".into(),
             db_id: "d".into(),
             sql: "SELECT 1".into(),
@@ -398,9 +439,56 @@ mod tests {
             calls: 1,
             prompt_tokens: 10,
             cached_prompt_tokens: 0,
-            generated_tokens: 3,
-            seconds: 0.5,
-        };
+            generated_tokens: 30,
+            seconds,
+            run_seconds,
+        }
+    }
+
+    /// Questions in flight together each count their own seconds, which
+    /// overlap: the run's throughput comes from its wall time, and a record
+    /// from before wall time was kept counts its own seconds.
+    #[test]
+    fn throughput_is_read_from_the_runs_wall_time() {
+        let together = [
+            record(6.0, Some(3.0)),
+            record(6.0, Some(0.5)),
+            record(8.0, Some(2.5)),
+        ];
+        let cost = cost_summary(&together);
+        assert_eq!(cost.seconds.mean, 20.0 / 3.0);
+        assert_eq!(cost.run_seconds, 6.0);
+        assert_eq!(cost.run_seconds_per_question(), 2.0);
+        assert_eq!(cost.questions_per_hour(), 1800.0);
+        assert_eq!(cost.generated_tokens_per_second, 15.0);
+
+        let older = cost_summary(&[record(4.0, None), record(2.0, Some(1.0))]);
+        assert_eq!(older.run_seconds, 5.0);
+        assert_eq!(older.generated_tokens_per_second, 12.0);
+    }
+
+    /// A summary written before the run's wall time was kept reads as one
+    /// answered a question at a time.
+    #[test]
+    fn an_older_summary_counts_its_questions_own_seconds() {
+        let cost: CostSummary = serde_json::from_str(
+            r#"{"questions": 2, "calls": {"mean": 1.0, "p90": 1.0},
+                "prompt_tokens_computed": {"mean": 1.0, "p90": 1.0},
+                "prompt_tokens_cached": {"mean": 1.0, "p90": 1.0},
+                "generated_tokens": {"mean": 1.0, "p90": 1.0},
+                "seconds": {"mean": 4.0, "p90": 5.0},
+                "generated_tokens_per_second": 3.0}"#,
+        )
+        .unwrap();
+        assert_eq!(cost.run_seconds_per_question(), 4.0);
+        assert_eq!(cost.questions_per_hour(), 900.0);
+    }
+
+    #[test]
+    fn a_line_cut_short_is_dropped_on_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(PREDICTIONS);
+        let record = record(0.5, Some(0.25));
         let line = serde_json::to_string(&record).unwrap();
         std::fs::write(&path, format!("{line}\n{}", &line[..line.len() / 2])).unwrap();
         assert_eq!(read_records(&path).unwrap(), vec![record]);
@@ -412,9 +500,15 @@ mod tests {
     fn records_read_back_are_written_as_they_were() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(PREDICTIONS);
-        let line = r#"{"question_id":"1","db_id":"d","sql":"SELECT 1","confidence":1.0,"calls":1,"prompt_tokens":620,"cached_prompt_tokens":512,"generated_tokens":5,"seconds":1.5720883350000001}"#;
-        std::fs::write(&path, format!("{line}\n")).unwrap();
+        // One from before the run's wall time was kept, one after.
+        let text = concat!(
+            r#"{"question_id":"1","db_id":"d","sql":"SELECT 1","confidence":1.0,"calls":1,"prompt_tokens":620,"cached_prompt_tokens":512,"generated_tokens":5,"seconds":1.5720883350000001}"#,
+            "\n",
+            r#"{"question_id":"2","db_id":"d","sql":"SELECT 2","confidence":1.0,"calls":1,"prompt_tokens":620,"cached_prompt_tokens":512,"generated_tokens":5,"seconds":1.5720883350000001,"run_seconds":0.6092018370000001}"#,
+            "\n"
+        );
+        std::fs::write(&path, text).unwrap();
         write_records(&path, &read_records(&path).unwrap()).unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), format!("{line}\n"));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
     }
 }

@@ -36,8 +36,14 @@ pub struct RunRow {
     pub prompt_tokens_computed: f64,
     pub prompt_tokens_cached: f64,
     pub generated_tokens: f64,
+    /// From a question's start to its answer.
     pub seconds: f64,
     pub seconds_p90: f64,
+    /// The run's wall seconds per question: the cost of a question in a
+    /// batch (below `seconds` when several were in flight). Absent (0) in
+    /// rows of reports that predate it.
+    #[serde(default)]
+    pub run_seconds: f64,
     pub generated_tokens_per_second: f64,
 }
 
@@ -45,6 +51,17 @@ impl RunRow {
     /// Tokens the model computed per question: uncached prompt plus output.
     pub fn tokens_computed(&self) -> f64 {
         self.prompt_tokens_computed + self.generated_tokens
+    }
+
+    /// The run's wall seconds per question, or the seconds from question
+    /// to answer for a row that predates it (they are equal when one
+    /// question was answered at a time).
+    pub fn run_seconds_per_question(&self) -> f64 {
+        if self.run_seconds > 0.0 {
+            self.run_seconds
+        } else {
+            self.seconds
+        }
     }
 }
 
@@ -96,6 +113,7 @@ pub fn load_run(dir: &Path) -> Result<RunRow> {
         generated_tokens: cost.generated_tokens.mean,
         seconds: cost.seconds.mean,
         seconds_p90: cost.seconds.p90,
+        run_seconds: cost.run_seconds_per_question(),
         generated_tokens_per_second: cost.generated_tokens_per_second,
     })
 }
@@ -280,6 +298,33 @@ mod tests {
                 ..rows[0].clone()
             }
         );
+    }
+
+    /// A report's CSV from before the run's wall time was kept reads back
+    /// with the questions' own seconds as the run's.
+    #[test]
+    fn an_earlier_csv_without_run_seconds_reads_back() {
+        let root = tempfile::tempdir().unwrap();
+        let sc8 = summary(r#"{"method": "sc", "budget": 8, "changes": []}"#, 30.0, 30);
+        let rows = load_runs(&[run_dir(root.path(), "sc-8", &sc8)]).unwrap();
+        assert_eq!(rows[0].run_seconds, 4.0);
+        let csv_path = root.path().join("runs.csv");
+        write_csv(&rows, &csv_path).unwrap();
+        let csv = std::fs::read_to_string(&csv_path).unwrap();
+        let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let column = header.iter().position(|h| *h == "run_seconds").unwrap();
+        let without: String = csv
+            .lines()
+            .map(|line| {
+                let mut cells: Vec<&str> = line.split(',').collect();
+                cells.remove(column);
+                format!("{}\n", cells.join(","))
+            })
+            .collect();
+        std::fs::write(&csv_path, without).unwrap();
+        let earlier = earlier_rows(&csv_path, &[]).unwrap();
+        assert_eq!(earlier[0].run_seconds, 0.0);
+        assert_eq!(earlier[0].run_seconds_per_question(), 4.0);
     }
 
     #[test]
