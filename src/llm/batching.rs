@@ -1,12 +1,16 @@
 //! Calls from several threads decoded together (continuous batching). One
 //! scheduler thread runs every forward pass of a local model: a call's
-//! prompt is prefilled on its own (reusing the prefix cache), its rows then
-//! join the rows already decoding, one token per row per pass, and each
-//! row leaves the batch when it finishes. This pays where a pass of many
-//! rows costs about what one row does (a GPU); on a 2-core CPU, whose
-//! decode throughput levels off at the 4 to 8 rows the search and
-//! self-consistency already decode per call, it gains nothing
-//! (docs/results.md, "Questions decoded together by a local model").
+//! prompt is prefilled on its own (reusing the prefix cache) into a cache
+//! of the call's own, which its rows read as one shared prompt, as one
+//! call alone decodes; each pass feeds every row of every call one token,
+//! the matrices running once over all the rows and attention call by call,
+//! and a row leaves when it finishes. A call joining or leaving copies
+//! nothing of the others' states, and attention computes what it computes
+//! for the call alone. On a 2-core CPU, whose decode throughput levels off at the
+//! 4 to 8 rows the search and self-consistency already decode per call,
+//! it gains little (docs/results.md, "Questions in flight: one cache a
+//! call"); it is meant for a GPU, where a pass of many rows costs about
+//! what one row does.
 //!
 //! The threads that answer questions side by side hold a [`Seat`] each and
 //! take turns in lockstep: a pass runs only when every seated thread waits
@@ -243,26 +247,23 @@ struct Joining {
     usage: Usage,
 }
 
-/// One row of the batch.
-struct Row {
+/// The rows of one call, decoding from their own cache: the call's prompt,
+/// read once by all its rows, then each row's own positions.
+struct Group {
     /// Index into the calls in flight.
     call: usize,
-    /// Index among its call's rows.
-    index: usize,
-    state: RowState,
-    /// States to join the batch with (a new row's prompt), or None for a
-    /// row already in the batch cache.
-    joining: Option<KvSnapshot>,
+    /// Each row with its index among the call's rows, in the order of the
+    /// cache's rows.
+    rows: Vec<(usize, RowState)>,
+    cache: KvCache,
 }
 
 struct Scheduler {
     model: Arc<LocalModel>,
     shared: Arc<Shared>,
     calls: Vec<Option<InFlight>>,
-    /// The rows in the batch, in the order of the cache's rows, then the
-    /// rows joining at the next pass.
-    rows: Vec<Row>,
-    cache: Option<KvCache>,
+    /// The calls decoding, in the order their rows take in a pass.
+    groups: Vec<Group>,
 }
 
 impl Scheduler {
@@ -271,8 +272,7 @@ impl Scheduler {
             model,
             shared,
             calls: Vec::new(),
-            rows: Vec::new(),
-            cache: None,
+            groups: Vec::new(),
         }
     }
 
@@ -293,7 +293,7 @@ impl Scheduler {
     fn next_calls(&self) -> Option<Vec<Call>> {
         let mut queue = self.shared.lock();
         loop {
-            let work = !queue.calls.is_empty() || !self.rows.is_empty();
+            let work = !queue.calls.is_empty() || !self.groups.is_empty();
             if work && queue.seated_waiting >= queue.seats {
                 return Some(std::mem::take(&mut queue.calls));
             }
@@ -357,7 +357,29 @@ impl Scheduler {
         })
     }
 
+    /// Puts a prefilled call's rows in flight, with a cache that holds its
+    /// prompt and room for its longest answer.
     fn add(&mut self, call: Call, joining: Joining) {
+        let room = joining
+            .rows
+            .iter()
+            .map(RowState::tokens_left)
+            .max()
+            .unwrap_or(0)
+            + 1;
+        let cache = KvCache::from_snapshot(
+            &joining.states,
+            joining.rows.len(),
+            joining.states.len() + room,
+            self.model.transformer().device(),
+        );
+        let cache = match cache {
+            Ok(cache) => cache,
+            Err(error) => {
+                let error = inference(error);
+                return self.shared.answer(call, Reply::Generated(Err(error)));
+            }
+        };
         let index = self.calls.len();
         self.calls.push(Some(InFlight {
             call,
@@ -367,105 +389,115 @@ impl Scheduler {
             prompt: joining.prompt,
             started: Instant::now(),
         }));
-        for (i, state) in joining.rows.into_iter().enumerate() {
-            self.rows.push(Row {
-                call: index,
-                index: i,
-                state,
-                joining: Some(joining.states.clone()),
-            });
-        }
+        self.groups.push(Group {
+            call: index,
+            rows: joining.rows.into_iter().enumerate().collect(),
+            cache,
+        });
     }
 
-    /// Retires finished rows, lets new rows join, runs one pass and
-    /// answers the calls it finished.
+    /// Retires finished rows, runs one pass and answers the calls it
+    /// finished.
     fn step(&mut self) -> Result<()> {
         self.retire()?;
-        self.join()?;
         self.pass()?;
         self.retire()
     }
 
-    /// Feeds every row its last token and draws its next.
+    /// Feeds every row its last token and draws its next: the matrices run
+    /// once over the rows of every call, attention call by call.
     fn pass(&mut self) -> Result<()> {
-        let Some(cache) = self.cache.as_mut() else {
+        if self.groups.is_empty() {
             return Ok(());
-        };
-        let tokens: Vec<u32> = self.rows.iter().map(|r| r.state.last_token()).collect();
+        }
         let device = self.model.transformer().device();
-        let input = Tensor::new(tokens.as_slice(), device)
-            .and_then(|t| t.unsqueeze(1))
+        let inputs = self
+            .groups
+            .iter()
+            .map(|g| {
+                let tokens: Vec<u32> = g.rows.iter().map(|(_, r)| r.last_token()).collect();
+                Tensor::new(tokens.as_slice(), device).and_then(|t| t.unsqueeze(1))
+            })
+            .collect::<candle_core::Result<Vec<_>>>()
             .map_err(inference)?;
+        let mut groups: Vec<(&Tensor, &mut KvCache)> = inputs
+            .iter()
+            .zip(self.groups.iter_mut().map(|g| &mut g.cache))
+            .collect();
         let logits = self
             .model
             .transformer()
-            .forward(&input, cache)
+            .forward_groups(&mut groups)
             .map_err(inference)?;
-        let codec = self.model.codec();
         let logits = all_row_logits(&logits).map_err(inference)?;
-        codec.sample_rows(self.rows.iter_mut().map(|r| &mut r.state), &logits)
+        let rows = self
+            .groups
+            .iter_mut()
+            .flat_map(|g| g.rows.iter_mut().map(|(_, state)| state));
+        self.model.codec().sample_rows(rows, &logits)
     }
 
-    /// Takes finished rows out of the batch and answers the calls whose
-    /// rows have all finished.
+    /// Takes finished rows out of their calls' caches and answers the calls
+    /// whose rows have all finished.
     fn retire(&mut self) -> Result<()> {
-        if self.rows.iter().all(|r| r.state.is_running()) {
-            return Ok(());
-        }
-        let mut kept = Vec::new();
-        let mut kept_rows = Vec::new();
-        for (i, row) in std::mem::take(&mut self.rows).into_iter().enumerate() {
-            if row.state.is_running() {
-                if row.joining.is_none() {
-                    kept.push(i);
-                }
-                kept_rows.push(row);
+        for mut group in std::mem::take(&mut self.groups) {
+            if group.rows.iter().all(|(_, r)| r.is_running()) {
+                self.groups.push(group);
                 continue;
             }
-            self.finish_row(i, row)?;
+            let mut kept = Vec::new();
+            let mut kept_rows = Vec::new();
+            for (position, (index, state)) in
+                std::mem::take(&mut group.rows).into_iter().enumerate()
+            {
+                if state.is_running() {
+                    kept.push(position);
+                    kept_rows.push((index, state));
+                } else {
+                    self.finish_row(group.call, index, state, &group.cache, position)?;
+                }
+            }
+            if !kept.is_empty() {
+                group.cache = group.cache.select_rows(&kept).map_err(inference)?;
+                group.rows = kept_rows;
+                self.groups.push(group);
+            }
         }
-        self.rows = kept_rows;
-        if let Some(cache) = &self.cache {
-            self.cache = if kept.is_empty() {
-                None
-            } else {
-                Some(cache.select_rows(&kept).map_err(inference)?)
-            };
+        if self.calls.iter().all(Option::is_none) {
+            self.calls.clear();
         }
         Ok(())
     }
 
     /// Files a finished row with its call, answering the call when it was
-    /// the last. `position` is the row's place in the batch cache.
-    fn finish_row(&mut self, position: usize, row: Row) -> Result<()> {
-        let slot = &mut self.calls[row.call];
+    /// the last. `position` is the row's place in its call's `cache`.
+    fn finish_row(
+        &mut self,
+        call: usize,
+        index: usize,
+        state: RowState,
+        cache: &KvCache,
+        position: usize,
+    ) -> Result<()> {
+        let slot = &mut self.calls[call];
         let flight = slot.as_mut().expect("a row's call is in flight");
         // A one-completion call's prompt and answer are kept, so that a
         // next prompt going on from the answer computes only its new turn.
         if flight.done.len() == 1 {
-            let states = match (row.joining, &self.cache) {
-                (Some(prompt), _) => prompt,
-                (None, Some(cache)) => cache.row_states(position).map_err(inference)?,
-                (None, None) => {
-                    return Err(Error::Inference("a decoding row lost its states".into()))
-                }
-            };
+            let states = cache.row_states(position).map_err(inference)?;
             // The last token drawn was never fed.
             let fed = states.len().saturating_sub(flight.prompt.len());
-            let answer = row.state.tokens();
+            let answer = state.tokens();
             let kept = [flight.prompt.as_slice(), &answer[..fed.min(answer.len())]].concat();
             self.model.enter_question(flight.call.question);
             self.model
                 .remember_with(&kept, flight.exact, || states.truncated(kept.len()))
                 .map_err(inference)?;
         }
-        flight.done[row.index] = Some(row.state);
+        flight.done[index] = Some(state);
         if flight.done.iter().all(Option::is_some) {
             let flight = slot.take().expect("checked above");
             self.complete(flight);
-        }
-        if self.calls.iter().all(Option::is_none) {
-            self.calls.clear();
         }
         Ok(())
     }
@@ -488,44 +520,9 @@ impl Scheduler {
             .answer(flight.call, Reply::Generated(generation));
     }
 
-    /// Rebuilds the batch cache with the joining rows, every row
-    /// left-padded to the longest.
-    fn join(&mut self) -> Result<()> {
-        if self.rows.iter().all(|r| r.joining.is_none()) {
-            return Ok(());
-        }
-        let mut states = Vec::with_capacity(self.rows.len());
-        let mut in_cache = 0;
-        for row in &mut self.rows {
-            match row.joining.take() {
-                Some(joining) => states.push(joining),
-                None => {
-                    let cache = self.cache.as_ref().expect("rows in the cache");
-                    states.push(cache.row_states(in_cache).map_err(inference)?);
-                    in_cache += 1;
-                }
-            }
-        }
-        // Each pass adds one position to every row; the row with the most
-        // tokens left sets the room.
-        let room = self
-            .rows
-            .iter()
-            .map(|r| r.state.tokens_left())
-            .max()
-            .unwrap_or(0)
-            + 1;
-        self.cache = Some(
-            KvCache::left_padded(&states, room, self.model.transformer().device())
-                .map_err(inference)?,
-        );
-        Ok(())
-    }
-
     /// Answers every call in flight with `error` and empties the batch.
     fn fail_all(&mut self, error: &Error) {
-        self.rows.clear();
-        self.cache = None;
+        self.groups.clear();
         for flight in std::mem::take(&mut self.calls).into_iter().flatten() {
             self.shared.answer(
                 flight.call,

@@ -102,6 +102,15 @@ impl Embedding {
     }
 }
 
+/// Where one group's new positions fall: its rows, rotary tables and the
+/// mask over its positions.
+struct Frame {
+    rows: usize,
+    cos: Tensor,
+    sin: Tensor,
+    mask: Option<Tensor>,
+}
+
 pub struct Transformer {
     pub config: Config,
     pub embedding: Embedding,
@@ -178,37 +187,48 @@ impl Transformer {
         self.output.forward(&normed)
     }
 
+    /// Runs each group's tokens (its rows, new) after what the group's
+    /// cache holds, every group with as many new positions, and returns
+    /// the logits of each row's last token, (all rows, vocab), groups in
+    /// order: the rows of several prompts decoded together. The matrices
+    /// run once over every row; attention reads each group's own cache,
+    /// its shared prompt once for all its rows.
+    pub fn forward_groups(&self, groups: &mut [(&Tensor, &mut KvCache)]) -> Result<Tensor> {
+        let hidden = self.grouped_hidden_states(groups)?;
+        let new = hidden.dim(1)?;
+        self.logits(&hidden.narrow(1, new - 1, 1)?)?.squeeze(1)
+    }
+
     /// The last layer's output at each new position, (batch, new, hidden).
     fn hidden_states(&self, tokens: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
-        let (batch, new) = tokens.dims2()?;
-        let start = cache.len();
-        let ids = tokens.flatten_all()?.to_vec1::<u32>()?;
+        self.grouped_hidden_states(&mut [(tokens, cache)])
+    }
+
+    /// The last layer's output at each new position of every group's rows,
+    /// (all rows, new, hidden).
+    fn grouped_hidden_states(&self, groups: &mut [(&Tensor, &mut KvCache)]) -> Result<Tensor> {
+        let new = match groups.first() {
+            Some((tokens, _)) => tokens.dim(1)?,
+            None => candle_core::bail!("a forward pass needs at least one group of rows"),
+        };
+        let mut ids = Vec::new();
+        let mut frames = Vec::with_capacity(groups.len());
+        for (tokens, cache) in groups.iter() {
+            let (rows, positions) = tokens.dims2()?;
+            if positions != new {
+                candle_core::bail!("groups decoded together must add as many positions each");
+            }
+            ids.extend(tokens.flatten_all()?.to_vec1::<u32>()?);
+            frames.push(self.frame(rows, cache, new)?);
+        }
         let mut x = self
             .embedding
             .lookup(&ids, self.config.dtype, &self.device)?
-            .reshape((batch, new, self.config.hidden))?;
-        let (cos, sin, mask) = if !cache.has_hidden() {
-            // Shared positions are visible to every new one: only the rows'
-            // own positions need the causal mask.
-            let mask = if new > 1 {
-                let own = cache.own_len();
-                Some(causal_mask(new, own, &self.device)?.to_dtype(self.config.dtype)?)
-            } else {
-                None
-            };
-            (
-                self.cos.narrow(0, start, new)?,
-                self.sin.narrow(0, start, new)?,
-                mask,
-            )
-        } else {
-            self.ragged_positions(cache, new)?
-        };
+            .reshape((ids.len() / new, new, self.config.hidden))?;
         for (index, layer) in self.layers.iter().enumerate() {
             let normed =
                 candle_nn::ops::rms_norm(&x, &layer.attn_norm, self.config.rms_eps as f32)?;
-            let attended =
-                self.attention(index, layer, &normed, &cos, &sin, mask.as_ref(), cache)?;
+            let attended = self.attention(index, layer, &normed, &frames, groups)?;
             x = (x + attended)?;
             let normed = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, self.config.rms_eps as f32)?;
             let ffn = &layer.ffn;
@@ -216,42 +236,103 @@ impl Transformer {
                 (candle_nn::ops::silu(&ffn.gate.forward(&normed)?)? * ffn.up.forward(&normed)?)?;
             x = (x + ffn.down.forward(&gated)?)?;
         }
-        cache.advance(new);
+        for (_, cache) in groups.iter_mut() {
+            cache.advance(new);
+        }
         Ok(x)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Where a group's `new` positions fall: rotary tables and the mask.
+    fn frame(&self, rows: usize, cache: &KvCache, new: usize) -> Result<Frame> {
+        if cache.has_hidden() {
+            let (cos, sin, mask) = self.ragged_positions(cache, new)?;
+            return Ok(Frame {
+                rows,
+                cos,
+                sin,
+                mask,
+            });
+        }
+        let start = cache.len();
+        // Shared positions are visible to every new one: only the rows'
+        // own positions need the causal mask.
+        let mask = if new > 1 {
+            let own = cache.own_len();
+            Some(causal_mask(new, own, &self.device)?.to_dtype(self.config.dtype)?)
+        } else {
+            None
+        };
+        Ok(Frame {
+            rows,
+            cos: self.cos.narrow(0, start, new)?,
+            sin: self.sin.narrow(0, start, new)?,
+            mask,
+        })
+    }
+
+    /// One layer's attention over every group's rows: the projections run
+    /// over all rows at once, the rest group by group.
     fn attention(
         &self,
         index: usize,
         layer: &Layer,
         x: &Tensor,
-        cos: &Tensor,
-        sin: &Tensor,
-        mask: Option<&Tensor>,
-        cache: &KvCache,
+        frames: &[Frame],
+        groups: &[(&Tensor, &mut KvCache)],
     ) -> Result<Tensor> {
         let c = &self.config;
         let a = &layer.attention;
-        let (batch, new, _) = x.dims3()?;
+        let (rows, new, _) = x.dims3()?;
         let project = |m: &Matrix, bias: &Option<Tensor>, heads: usize| -> Result<Tensor> {
             let mut y = m.forward(x)?;
             if let Some(b) = bias {
                 y = y.broadcast_add(b)?;
             }
-            y.reshape((batch, new, heads, c.head_dim))
+            y.reshape((rows, new, heads, c.head_dim))
         };
-        let mut q = project(&a.q, &a.q_bias, c.n_heads)?;
-        let mut k = project(&a.k, &a.k_bias, c.n_kv_heads)?;
+        let q = project(&a.q, &a.q_bias, c.n_heads)?;
+        let k = project(&a.k, &a.k_bias, c.n_kv_heads)?;
         let v = project(&a.v, &a.v_bias, c.n_kv_heads)?;
+        let mut outs = Vec::with_capacity(groups.len());
+        let mut first = 0;
+        for (frame, (_, cache)) in frames.iter().zip(groups) {
+            let (q, k, v) = (
+                q.narrow(0, first, frame.rows)?,
+                k.narrow(0, first, frame.rows)?,
+                v.narrow(0, first, frame.rows)?,
+            );
+            outs.push(self.attend(index, a, (q, k, v), frame, cache)?);
+            first += frame.rows;
+        }
+        let out = match outs.len() {
+            1 => outs.pop().expect("one group"),
+            _ => Tensor::cat(&outs, 0)?,
+        };
+        a.o.forward(&out)
+    }
+
+    /// One group's attention from its projected queries, keys and values
+    /// (rows, new, heads, d), its new keys and values written to its
+    /// cache; (rows, new, heads * d).
+    fn attend(
+        &self,
+        index: usize,
+        a: &Attention,
+        (q, k, v): (Tensor, Tensor, Tensor),
+        frame: &Frame,
+        cache: &KvCache,
+    ) -> Result<Tensor> {
+        let c = &self.config;
+        let (batch, new, _, _) = q.dims4()?;
+        let (mut q, mut k) = (q, k);
         if let Some(w) = &a.q_norm {
             q = candle_nn::ops::rms_norm(&q.contiguous()?, w, c.rms_eps as f32)?;
         }
         if let Some(w) = &a.k_norm {
             k = candle_nn::ops::rms_norm(&k.contiguous()?, w, c.rms_eps as f32)?;
         }
-        let q = self.rope(&q.transpose(1, 2)?.contiguous()?, cos, sin)?;
-        let k = self.rope(&k.transpose(1, 2)?.contiguous()?, cos, sin)?;
+        let q = self.rope(&q.transpose(1, 2)?.contiguous()?, &frame.cos, &frame.sin)?;
+        let k = self.rope(&k.transpose(1, 2)?.contiguous()?, &frame.cos, &frame.sin)?;
         let v = v.transpose(1, 2)?;
         let (keys, values) = cache.write(index, &k, &v)?;
         let total = keys.dim(2)?;
@@ -263,7 +344,7 @@ impl Transformer {
         let q = q.reshape((batch, c.n_kv_heads, rows, c.head_dim))?;
         let scale = 1.0 / (c.head_dim as f64).sqrt();
         let scores = (q.matmul(&keys.t()?)? * scale)?;
-        let scores = match mask {
+        let scores = match &frame.mask {
             Some(m) => scores
                 .reshape((batch, c.n_kv_heads, group, new, total))?
                 .broadcast_add(m)?
@@ -277,11 +358,9 @@ impl Transformer {
                 attend_with_shared(&q, own, (shared_keys, shared_values), scale)?
             }
         };
-        let out = out
-            .reshape((batch, c.n_heads, new, c.head_dim))?
+        out.reshape((batch, c.n_heads, new, c.head_dim))?
             .transpose(1, 2)?
-            .reshape((batch, new, c.n_heads * c.head_dim))?;
-        a.o.forward(&out)
+            .reshape((batch, new, c.n_heads * c.head_dim))
     }
 
     /// Rotary tables (batch, new, d/2) and a mask (batch, 1, 1, new, own +
