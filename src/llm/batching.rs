@@ -6,9 +6,9 @@
 //! the matrices running once over all the rows and attention call by call,
 //! and a row leaves when it finishes. A call joining or leaving copies
 //! nothing of the others' states, and attention computes what it computes
-//! for the call alone. On a 2-core CPU, whose decode throughput levels off at the
-//! 4 to 8 rows the search and self-consistency already decode per call,
-//! it gains little (docs/results.md, "Questions in flight: one cache a
+//! for the call alone. On a 2-core CPU, whose decode throughput levels off
+//! at the 4 to 8 rows the search and self-consistency already decode per
+//! call, it gains little (docs/results.md, "Questions in flight: one cache a
 //! call"); it is meant for a GPU, where a pass of many rows costs about
 //! what one row does.
 //!

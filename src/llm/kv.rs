@@ -299,52 +299,6 @@ impl KvCache {
         })
     }
 
-    /// A batch cache of one row per snapshot, each left-padded (hidden
-    /// leading positions) to the longest, with room for `room` more
-    /// positions: requests of unequal prompts decoded together.
-    pub fn left_padded(rows: &[KvSnapshot], room: usize, device: &Device) -> Result<Self> {
-        let Some(first) = rows.first() else {
-            candle_core::bail!("a batch cache needs at least one row");
-        };
-        let (k0, _) = &first.layers[0];
-        let (_, kv_heads, _, head_dim) = k0.dims4()?;
-        let longest = rows.iter().map(KvSnapshot::len).max().unwrap_or(0);
-        let mut cache = KvCache::new(
-            first.layers.len(),
-            rows.len(),
-            kv_heads,
-            head_dim,
-            longest + room,
-            k0.dtype(),
-            device,
-        )?;
-        let padded = |t: &Tensor, len: usize| -> Result<Tensor> {
-            if len == longest {
-                return Ok(t.clone());
-            }
-            let pad = Tensor::zeros((1, kv_heads, longest - len, head_dim), t.dtype(), device)?;
-            Tensor::cat(&[&pad, t], 2)
-        };
-        for (layer, (k, v)) in cache.layers.iter().enumerate() {
-            let keys = rows
-                .iter()
-                .map(|row| padded(&row.layers[layer].0, row.len))
-                .collect::<Result<Vec<_>>>()?;
-            let values = rows
-                .iter()
-                .map(|row| padded(&row.layers[layer].1, row.len))
-                .collect::<Result<Vec<_>>>()?;
-            k.slice_set(&Tensor::cat(&keys, 0)?, 2, 0)?;
-            v.slice_set(&Tensor::cat(&values, 0)?, 2, 0)?;
-        }
-        cache.len = longest;
-        cache.hidden = rows
-            .iter()
-            .map(|row| (0..longest - row.len).collect())
-            .collect();
-        Ok(cache)
-    }
-
     /// A contiguous copy of the positions row `row` shows, shared ones
     /// included, when every position it hides comes before them (left
     /// padding): the row's states as a prompt prefix.
@@ -488,7 +442,18 @@ mod tests {
             cache.snapshot(0, len)
         };
         let (short, long) = (filled(2, 100.0)?, filled(5, 0.0)?);
-        let mut batch = KvCache::left_padded(&[short.clone(), long.clone()], 3, &device)?;
+        // The short row behind three hidden positions, as unequal prompts
+        // decode together.
+        let mut batch = KvCache::new(1, 2, 1, 2, 8, DType::F32, &device)?;
+        let pad = Tensor::zeros((1, 1, 3, 2), DType::F32, &device)?;
+        let rows = [
+            Tensor::cat(&[&pad, &short.layers[0].0], 2)?,
+            long.layers[0].0.clone(),
+        ];
+        let both = Tensor::cat(&rows, 0)?;
+        batch.write(0, &both, &both)?;
+        batch.advance(5);
+        batch.set_padding(vec![3, 0]);
         assert_eq!((batch.batch(), batch.len(), batch.room()), (2, 5, 3));
         assert_eq!(batch.hidden(), &[vec![0, 1, 2], vec![]]);
         assert_eq!(keys_of(&batch.row_states(0)?)?, keys_of(&short)?);

@@ -166,9 +166,7 @@ impl Transformer {
     /// same position) and returns the logits of each row's last token,
     /// shaped (batch, vocab).
     pub fn forward(&self, tokens: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
-        let hidden = self.hidden_states(tokens, cache)?;
-        let new = hidden.dim(1)?;
-        self.logits(&hidden.narrow(1, new - 1, 1)?)?.squeeze(1)
+        self.forward_groups(&mut [(tokens, cache)])
     }
 
     /// Like `forward`, but returns the logits of every new position, shaped
