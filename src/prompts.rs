@@ -43,14 +43,11 @@ pub const FEEDBACK_UNMATCHED: Template = Template {
     text: include_str!("../prompts/feedback_unmatched.user.txt"),
 };
 
-/// The reviewer's frame: the question is scored as the reply to it.
-pub const REVIEW_SYSTEM: Template = Template {
-    name: "review.system",
-    text: include_str!("../prompts/review.system.txt"),
-};
-
 /// The reviewer's request: the schema, the hint and one query, asking for
-/// the question (scored, not generated).
+/// the question (scored, not generated). It is sent after
+/// [`SQL_GENERATION_SYSTEM`] and opens as [`SQL_GENERATION_USER`] does, so
+/// that its prefill starts from the question's own prompt states instead
+/// of computing the schema a second time.
 pub const REVIEW_USER: Template = Template {
     name: "review.user",
     text: include_str!("../prompts/review.user.txt"),

@@ -972,6 +972,37 @@ mod tests {
         Engine::new(model, &concert_singer(), config).unwrap()
     }
 
+    #[test]
+    fn the_reviewer_prompt_opens_as_the_generation_prompt_through_the_schema() {
+        // So that reviewing a question's queries reuses the schema's states
+        // its own generation computed, instead of computing them again.
+        let engine = engine(vec![], Method::Greedy);
+        let (question, hint) = ("How many singers are there?", Some("a hint"));
+        let material = engine
+            .direct_material(question, hint, &mut Trace::default())
+            .unwrap();
+        let generation = direct_prompt(&material, hint, question, DIRECT_INSTRUCTION);
+        let asked = review::Asked {
+            schema: &material.schema,
+            hint,
+            question,
+        };
+        let Prompt::Chat(review) = review::review_prompt(asked, "SELECT count(*) FROM singer")
+        else {
+            panic!("the review is a chat prompt")
+        };
+        assert_eq!(review[0], generation[0]);
+        let (written, reviewed) = (&generation[1].content, &review[1].content);
+        let shared = written
+            .bytes()
+            .zip(reviewed.bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let schema_end = written.find(&material.schema).unwrap() + material.schema.len();
+        assert!(material.schema.contains("CREATE TABLE singer"));
+        assert!(shared >= schema_end, "{shared} < {schema_end}");
+    }
+
     /// The text of the prompt greedy sends for `question` over `db`.
     /// Greedy's answer over `db` when the model replies `reply`.
     fn greedy_answer(db: &std::path::Path, question: &str, reply: &str) -> Answer {

@@ -7,7 +7,7 @@
 
 use crate::error::Result;
 use crate::llm::{ChatMessage, LanguageModel, Prompt, Usage};
-use crate::prompts::{REVIEW_SYSTEM, REVIEW_USER};
+use crate::prompts::{REVIEW_USER, SQL_GENERATION_SYSTEM};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -43,21 +43,10 @@ pub fn review(
     asked: Asked<'_>,
     queries: &[&str],
 ) -> Result<Option<Review>> {
-    let hint = crate::prompts::hint_paragraph(asked.hint);
     let mut usage = Usage::default();
     let mut records = Vec::with_capacity(queries.len());
     for &sql in queries {
-        let prompt = Prompt::Chat(vec![
-            ChatMessage::new("system", REVIEW_SYSTEM.render(&[])),
-            ChatMessage::new(
-                "user",
-                REVIEW_USER.render(&[
-                    ("schema", asked.schema.trim_end()),
-                    ("hint", hint.as_str()),
-                    ("sql", sql),
-                ]),
-            ),
-        ]);
+        let prompt = review_prompt(asked, sql);
         let Some(scored) = model.score(&prompt, asked.question)? else {
             return Ok(None);
         };
@@ -70,6 +59,25 @@ pub fn review(
         });
     }
     Ok(Some(Review { records, usage }))
+}
+
+/// The prompt after which the question is scored for `sql`. It opens
+/// with the generation prompt's system message and schema (see
+/// `REVIEW_USER`), whose states the prefix cache then holds from the
+/// question's own generation calls.
+pub fn review_prompt(asked: Asked<'_>, sql: &str) -> Prompt {
+    let hint = crate::prompts::hint_paragraph(asked.hint);
+    Prompt::Chat(vec![
+        ChatMessage::new("system", SQL_GENERATION_SYSTEM.render(&[])),
+        ChatMessage::new(
+            "user",
+            REVIEW_USER.render(&[
+                ("schema", asked.schema),
+                ("hint", hint.as_str()),
+                ("sql", sql),
+            ]),
+        ),
+    ])
 }
 
 /// Reviews each distinct query once, given with the result it returned
