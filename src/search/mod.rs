@@ -1003,7 +1003,6 @@ mod tests {
         assert!(shared >= schema_end, "{shared} < {schema_end}");
     }
 
-    /// The text of the prompt greedy sends for `question` over `db`.
     /// Greedy's answer over `db` when the model replies `reply`.
     fn greedy_answer(db: &std::path::Path, question: &str, reply: &str) -> Answer {
         let model = Arc::new(ScriptedModel::new(vec![reply]));
