@@ -8,18 +8,28 @@
 # Qwen2.5's tokenizer.json and tokenizer_config.json (from the hub, or
 # written from a Qwen2.5 GGUF file's metadata with the tokenizers crate's
 # `Tokenizer::from_gguf` of candle), spider/ (Spider's dev.json and
-# database/) and spider_dev_random100.json; where a file limit applies,
-# carry the stripped binary xz-compressed (about 14 MB) and unpack it
-# first. OUT receives gpu.txt, hf_generate.json,
-# iesr_bench_llm.json, and for each search workload its predictions and
-# wall seconds. The model is a Qwen2.5-7B-shaped checkpoint with random
-# bf16 weights (scripts/hf_generate_bench.py), so every completion runs to
-# its token limit: the workloads measure throughput, not accuracy.
+# database/) and spider_dev_random100.json (scripts/gpu_kit.sh makes it);
+# a stripped binary compressed as iesr.xz is unpacked first. OUT receives
+# seven files: log.txt (the GPU, each step's exit status and seconds, the
+# workloads' rates), hf_generate.json, iesr_bench_llm.json and
+# iesr_bench_llm_wide.json, and each workload's predictions. The model is
+# a Qwen2.5-7B-shaped checkpoint with random bf16 weights
+# (scripts/hf_generate_bench.py), so every completion runs to its token
+# limit: the figures measure throughput, not accuracy. Each step runs
+# under its own time limit, about 9 minutes in all.
 set -uo pipefail
 kit=${1:?usage: scripts/gpu_figures.sh KIT OUT}
 out=${2:?usage: scripts/gpu_figures.sh KIT OUT}
 model=/tmp/q7b-random
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >"$out/gpu.txt"
+log=$out/log.txt
+started=$(date +%s)
+stamp() { echo "[$(($(date +%s) - started)) s] $*" | tee -a "$log"; }
+
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv >>"$log"
+if [ ! -x "$kit/iesr" ]; then
+    python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1] + '/iesr.xz'), open(sys.argv[1] + '/iesr', 'wb'))" "$kit"
+    chmod +x "$kit/iesr"
+fi
 # The CUDA 13 libraries the build links by soname: PyTorch's copies.
 lib=$(python3 -c "
 import glob, nvidia, os
@@ -28,28 +38,54 @@ found = {os.path.dirname(p) for base in nvidia.__path__
 print(':'.join(sorted(found)))")
 export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 [ -d /usr/local/nvidia/lib64 ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/usr/local/nvidia/lib64
-ldd "$kit/iesr" | grep 'not found' >&2
+ldd "$kit/iesr" | grep 'not found' | tee -a "$log"
+
+# step NAME SECONDS COMMAND...: runs COMMAND under a time limit, its
+# stderr's last lines kept in the log.
+step() {
+    local name=$1 seconds=$2 rc
+    shift 2
+    stamp "$name: start"
+    timeout "$seconds" "$@" 2>"/tmp/$name.err"
+    rc=$?
+    tail -n 5 "/tmp/$name.err" >>"$log"
+    stamp "$name: exit $rc"
+}
 
 [ -f "$model/config.json" ] ||
-    timeout 200 python3 scripts/hf_generate_bench.py "$model" 1500 256 1,64,128 "$out/hf_generate.json"
+    step hf 170 python3 scripts/hf_generate_bench.py "$model" 1500 256 1,64,128 "$out/hf_generate.json"
 cp "$kit/tokenizer.json" "$kit/tokenizer_config.json" "$model/"
-timeout 120 "$kit/iesr" bench-llm --model "$model" --device cuda:0 --prompt-tokens 1500 \
-    --gen-tokens 256 --batch 1,8,32,64,128 --json >"$out/iesr_bench_llm.json"
+# Two runs, so that a slow wide batch cannot cost the narrow figures.
+step llm 90 sh -c "'$kit/iesr' bench-llm --model $model --device cuda:0 --prompt-tokens 1500 \
+    --gen-tokens 256 --batch 1,8,32,64 --json >'$out/iesr_bench_llm.json'"
+step llm-wide 70 sh -c "'$kit/iesr' bench-llm --model $model --device cuda:0 --prompt-tokens 1500 \
+    --gen-tokens 256 --batch 128,256 --json >'$out/iesr_bench_llm_wide.json'"
 
-# Questions answered at once: the search at 8 rollouts and sc-8, on the
-# first questions of the Spider subset, each under a wall-clock limit.
+# Questions answered at once on the first questions of the Spider subset.
+# A question's predictions line holds its generated tokens, so the rate
+# counts the questions finished within the limit.
 workload() {
-    local name=$1 limit=$2 seconds=$3
+    local name=$1 limit=$2 seconds=$3 began
     shift 3
-    local started rc
-    started=$(date +%s%N)
-    timeout "$seconds" "$kit/iesr" bench --dataset spider --data-dir "$kit/spider" \
+    began=$(date +%s%N)
+    step "$name" "$seconds" "$kit/iesr" bench --dataset spider --data-dir "$kit/spider" \
         --subset "$kit/spider_dev_random100.json" --model "$model" --device cuda:0 \
-        --no-embedding --limit "$limit" --out "/tmp/$name" "$@" >/dev/null
-    rc=$?
-    echo "$name exit $rc wall_ms $((($(date +%s%N) - started) / 1000000))" >>"$out/workloads.txt"
-    cp "/tmp/$name/predictions.jsonl" "$out/$name.jsonl"
+        --no-embedding --limit "$limit" --out "/tmp/$name" "$@"
+    local wall_ms=$((($(date +%s%N) - began) / 1000000))
+    cp "/tmp/$name/predictions.jsonl" "$out/$name.jsonl" 2>/dev/null
+    python3 - "$out/$name.jsonl" "$wall_ms" "$name" <<'EOF' | tee -a "$log"
+import json, sys
+path, wall_ms, name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+try:
+    rows = [json.loads(line) for line in open(path)]
+except FileNotFoundError:
+    rows = []
+tokens = sum(r.get("generated_tokens", 0) for r in rows)
+print(f"{name}: {len(rows)} questions, {tokens} generated tokens in {wall_ms / 1000:.1f} s "
+      f"= {tokens / (wall_ms / 1000):.0f} tokens/s")
+EOF
 }
-workload search-c32 32 130 --method iesr --rollouts 8 --concurrency 32
 workload sc8-c32 32 60 --method sc --samples 8 --concurrency 32
-workload search-c1 4 45 --method iesr --rollouts 8 --concurrency 1
+workload search-c32 32 110 --method iesr --rollouts 8 --concurrency 32
+workload search-c1 2 40 --method iesr --rollouts 8 --concurrency 1
+stamp done
