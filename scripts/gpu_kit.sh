@@ -6,12 +6,12 @@
 #   scripts/gpu_kit.sh KIT [TOOLKIT_DIR]
 #
 # KIT gets iesr.xz (the CUDA build, stripped and xz-compressed: the
-# binary is about 80 MB, compressed about 14 MB; unpack it on the GPU
-# machine with Python's lzma), Qwen2.5's tokenizer.json and
+# binary is about 80 MB, compressed about 15 MB; scripts/gpu_figures.sh
+# unpacks it), Qwen2.5's tokenizer.json and
 # tokenizer_config.json written from the default model's GGUF file, and
 # the Spider subset's data. TOOLKIT_DIR (default ~/cuda13) holds the CUDA
 # toolkit of scripts/cuda_toolkit.sh, made there if missing. The CUDA
-# build takes about 20 minutes on 2 cores; its build folder is
+# build takes 11 to 20 minutes on 2 cores; its build folder is
 # target/cuda.
 set -euo pipefail
 kit=${1:?usage: scripts/gpu_kit.sh KIT [TOOLKIT_DIR]}
@@ -80,5 +80,4 @@ cargo build --offline --release --quiet --manifest-path "$tool/Cargo.toml"
 rm -rf "$tool"
 du -sh "$kit"
 echo "on the GPU machine, from the repository root with KIT carried:"
-echo "  python3 -c \"import lzma, shutil; shutil.copyfileobj(lzma.open('KIT/iesr.xz'), open('KIT/iesr', 'wb'))\""
-echo "  chmod +x KIT/iesr && scripts/gpu_figures.sh KIT OUT"
+echo "  scripts/gpu_figures.sh KIT OUT"
