@@ -10,9 +10,9 @@
 # `Tokenizer::from_gguf` of candle), spider/ (Spider's dev.json and
 # database/) and spider_dev_random100.json (scripts/gpu_kit.sh makes it);
 # a stripped binary compressed as iesr.xz is unpacked first. OUT receives
-# seven files: log.txt (the GPU, each step's exit status and seconds, the
-# workloads' rates), hf_generate.json, iesr_bench_llm.json and
-# iesr_bench_llm_wide.json, and each workload's predictions. The model is
+# six files: log.txt (the GPU, each step's exit status and seconds, the
+# workloads' rates), hf_generate.json, iesr_bench_llm.json and each
+# workload's predictions. The model is
 # a Qwen2.5-7B-shaped checkpoint with random bf16 weights
 # (scripts/hf_generate_bench.py), so every completion runs to its token
 # limit: the figures measure throughput, not accuracy. Each step runs
@@ -55,37 +55,35 @@ step() {
 [ -f "$model/config.json" ] ||
     step hf 170 python3 scripts/hf_generate_bench.py "$model" 1500 256 1,64,128 "$out/hf_generate.json"
 cp "$kit/tokenizer.json" "$kit/tokenizer_config.json" "$model/"
-# Two runs, so that a slow wide batch cannot cost the narrow figures.
 step llm 90 sh -c "'$kit/iesr' bench-llm --model $model --device cuda:0 --prompt-tokens 1500 \
     --gen-tokens 256 --batch 1,8,32,64 --json >'$out/iesr_bench_llm.json'"
-step llm-wide 70 sh -c "'$kit/iesr' bench-llm --model $model --device cuda:0 --prompt-tokens 1500 \
-    --gen-tokens 256 --batch 128,256 --json >'$out/iesr_bench_llm_wide.json'"
 
-# Questions answered at once on the first questions of the Spider subset.
-# A question's predictions line holds its generated tokens, so the rate
-# counts the questions finished within the limit.
+# Questions answered at once on the Spider subset. A question's
+# predictions line holds its generated tokens, and the predictions file is
+# written as each question ends, so a run stopped at its limit still gives
+# the rate of the questions it finished: their tokens over the seconds
+# from the start (the model's loading included) to the last one's end.
 workload() {
     local name=$1 limit=$2 seconds=$3 began
     shift 3
-    began=$(date +%s%N)
+    began=$(date +%s.%N)
     step "$name" "$seconds" "$kit/iesr" bench --dataset spider --data-dir "$kit/spider" \
         --subset "$kit/spider_dev_random100.json" --model "$model" --device cuda:0 \
         --no-embedding --limit "$limit" --out "/tmp/$name" "$@"
-    local wall_ms=$((($(date +%s%N) - began) / 1000000))
-    cp "/tmp/$name/predictions.jsonl" "$out/$name.jsonl" 2>/dev/null
-    python3 - "$out/$name.jsonl" "$wall_ms" "$name" <<'EOF' | tee -a "$log"
-import json, sys
-path, wall_ms, name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-try:
-    rows = [json.loads(line) for line in open(path)]
-except FileNotFoundError:
-    rows = []
+    cp -p "/tmp/$name/predictions.jsonl" "$out/$name.jsonl" 2>/dev/null
+    python3 - "$out/$name.jsonl" "$began" "$name" <<'EOF' | tee -a "$log"
+import json, os, sys
+path, began, name = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+if not os.path.exists(path) or os.path.getsize(path) == 0:
+    sys.exit(print(f"{name}: no question finished"))
+rows = [json.loads(line) for line in open(path)]
 tokens = sum(r.get("generated_tokens", 0) for r in rows)
-print(f"{name}: {len(rows)} questions, {tokens} generated tokens in {wall_ms / 1000:.1f} s "
-      f"= {tokens / (wall_ms / 1000):.0f} tokens/s")
+seconds = os.path.getmtime(path) - began
+print(f"{name}: {len(rows)} questions, {tokens} generated tokens in {seconds:.1f} s "
+      f"= {tokens / seconds:.0f} tokens/s")
 EOF
 }
-workload sc8-c32 32 60 --method sc --samples 8 --concurrency 32
-workload search-c32 32 110 --method iesr --rollouts 8 --concurrency 32
+workload sc8-c64 64 75 --method sc --samples 8 --concurrency 64
+workload search-c64 100 150 --method iesr --rollouts 8 --concurrency 64
 workload search-c1 2 40 --method iesr --rollouts 8 --concurrency 1
 stamp done
