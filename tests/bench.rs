@@ -195,6 +195,27 @@ fn questions_decoded_together_repeat_and_resume() {
     assert_eq!(sql_by_question(&path("parts")).len(), 4);
 }
 
+/// Two greedy questions on one database in flight together: both are
+/// prefilled before either answers, and the second reuses the first's
+/// schema states (kept when the first was prefilled, not when it finished).
+#[test]
+fn questions_in_flight_share_their_schema_states() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let together = ["--method", "greedy", "--concurrency", "2"];
+    common::assert_success(&bench_with(&out, 2, false, &together));
+    let records = std::fs::read_to_string(out.join("predictions.jsonl")).unwrap();
+    let cached: Vec<u64> = records
+        .lines()
+        .map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            record["cached_prompt_tokens"].as_u64().unwrap()
+        })
+        .collect();
+    assert_eq!(cached.len(), 2);
+    assert!(cached.iter().any(|&c| c > 0), "{cached:?}");
+}
+
 /// Seven greedy answers in one run, and the seventh again after a restart:
 /// cached prompt states of earlier questions must not change it (before
 /// they were reused only in whole aligned blocks, this question's query

@@ -337,12 +337,12 @@ impl Scheduler {
         for row in &mut rows {
             codec.sample_next(row, &first)?;
         }
-        if rows.len() > 1 {
-            // Later calls may draw more rows of this prompt.
-            self.model
-                .remember_with(&ids, exact, || Ok(states.clone()))
-                .map_err(inference)?;
-        }
+        // Kept now, not when the call finishes: the questions beside this
+        // one are prefilled before it finishes and often open with the same
+        // schema (a one-row call's prompt and answer replace this entry).
+        self.model
+            .remember_with(&ids, exact, || Ok(states.clone()))
+            .map_err(inference)?;
         Ok(Joining {
             usage: Usage {
                 prompt_tokens: ids.len(),
