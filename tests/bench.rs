@@ -181,10 +181,8 @@ fn questions_decoded_together_repeat_and_resume() {
     assert_eq!(sql_by_question(&path("second")), answers);
     // Each question's seconds overlap the others'; the run's wall time,
     // shared out among the answers, is less than their sum.
-    let records = std::fs::read_to_string(path("first").join("predictions.jsonl")).unwrap();
     let (mut own, mut run) = (0.0, 0.0);
-    for line in records.lines() {
-        let record: serde_json::Value = serde_json::from_str(line).unwrap();
+    for record in common::prediction_records(&path("first")) {
         own += record["seconds"].as_f64().unwrap();
         run += record["run_seconds"].as_f64().unwrap();
     }
@@ -204,13 +202,9 @@ fn questions_in_flight_share_their_schema_states() {
     let out = dir.path().join("run");
     let together = ["--method", "greedy", "--concurrency", "2"];
     common::assert_success(&bench_with(&out, 2, false, &together));
-    let records = std::fs::read_to_string(out.join("predictions.jsonl")).unwrap();
-    let cached: Vec<u64> = records
-        .lines()
-        .map(|line| {
-            let record: serde_json::Value = serde_json::from_str(line).unwrap();
-            record["cached_prompt_tokens"].as_u64().unwrap()
-        })
+    let cached: Vec<u64> = common::prediction_records(&out)
+        .iter()
+        .map(|record| record["cached_prompt_tokens"].as_u64().unwrap())
         .collect();
     assert_eq!(cached.len(), 2);
     assert!(cached.iter().any(|&c| c > 0), "{cached:?}");

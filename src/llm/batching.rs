@@ -331,18 +331,19 @@ impl Scheduler {
             cached,
             exact,
         } = self.model.prefill(&ids, ids.len()).map_err(inference)?;
-        let states = cache.snapshot(0, ids.len()).map_err(inference)?;
+        // Kept in the prefix cache now, not when the call finishes: the
+        // questions beside this one are prefilled before it finishes and
+        // often open with the same schema (a one-row call's prompt and
+        // answer replace this entry).
+        let states = self
+            .model
+            .prompt_states(&ids, &cache, exact)
+            .map_err(inference)?;
         let first = row_logits(&logits, 0).map_err(inference)?;
         let mut rows = RowState::for_request(sampling, codec.max_new_tokens(ids.len(), sampling));
         for row in &mut rows {
             codec.sample_next(row, &first)?;
         }
-        // Kept now, not when the call finishes: the questions beside this
-        // one are prefilled before it finishes and often open with the same
-        // schema (a one-row call's prompt and answer replace this entry).
-        self.model
-            .remember_with(&ids, exact, || Ok(states.clone()))
-            .map_err(inference)?;
         Ok(Joining {
             usage: Usage {
                 prompt_tokens: ids.len(),

@@ -260,9 +260,9 @@ impl LocalModel {
     }
 
     /// The states of the prompt `ids`, which fill the one-row cache
-    /// `single`, copied once: the rows of a several-completion call start
-    /// from them, and the prefix cache keeps them for later prompts.
-    fn prompt_states(
+    /// `single`, copied once: the rows of a call start from them, and the
+    /// prefix cache keeps them for later prompts.
+    pub(crate) fn prompt_states(
         &self,
         ids: &[u32],
         single: &KvCache,

@@ -125,13 +125,20 @@ pub fn check_answer_states_are_reused(model: &dyn LanguageModel) {
     );
 }
 
+/// The records of a bench run's `predictions.jsonl`, in the file's order.
+pub fn prediction_records(out: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(out.join("predictions.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
 /// The SQL a bench run predicted, by question id.
 pub fn sql_by_question(out: &Path) -> Vec<(String, String)> {
-    let text = std::fs::read_to_string(out.join("predictions.jsonl")).unwrap();
-    let mut pairs: Vec<(String, String)> = text
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+    let mut pairs: Vec<(String, String)> = prediction_records(out)
+        .iter()
+        .map(|v| {
             (
                 v["question_id"].as_str().unwrap().to_string(),
                 v["sql"].as_str().unwrap().to_string(),
