@@ -20,6 +20,7 @@ pub mod matrix;
 pub mod open;
 pub mod openai;
 pub mod packed;
+mod pooled_product;
 pub mod prefix_cache;
 pub mod pull;
 mod repetition;

@@ -6,6 +6,7 @@
 
 use super::kv::KvCache;
 use super::matrix::Matrix;
+use super::pooled_product::pooled_matmul;
 use candle_core::quantized::ggml_file::qtensor_from_ggml;
 use candle_core::quantized::QTensor;
 use candle_core::{DType, Device, Result, Tensor};
@@ -341,7 +342,7 @@ impl Transformer {
         let rows = group * new;
         let q = q.reshape((batch, c.n_kv_heads, rows, c.head_dim))?;
         let scale = 1.0 / (c.head_dim as f64).sqrt();
-        let scores = (q.matmul(&keys.t()?)? * scale)?;
+        let scores = (pooled_matmul(&q, &keys.t()?)? * scale)?;
         let scores = match &frame.mask {
             Some(m) => scores
                 .reshape((batch, c.n_kv_heads, group, new, total))?
@@ -350,7 +351,7 @@ impl Transformer {
             None => scores,
         };
         let out = match cache.shared_layer(index) {
-            None => super::exp::softmax_last_dim(&scores)?.matmul(&values)?,
+            None => pooled_matmul(&super::exp::softmax_last_dim(&scores)?, &values)?,
             Some((shared_keys, shared_values)) => {
                 let own = (&scores, &values);
                 attend_with_shared(&q, own, (shared_keys, shared_values), scale)?
@@ -442,15 +443,15 @@ fn attend_with_shared(
     let unstacked = |t: &Tensor, width: usize| -> Result<Tensor> {
         t.reshape((kv_heads, batch, rows, width))?.transpose(0, 1)
     };
-    let shared_scores = (stacked(q, head_dim)?.matmul(&shared_keys.t()?)? * scale)?;
+    let shared_scores = (pooled_matmul(&stacked(q, head_dim)?, &shared_keys.t()?)? * scale)?;
     let shared_scores = unstacked(&shared_scores, shared)?.contiguous()?;
     let all = Tensor::cat(&[&shared_scores, &own_scores.contiguous()?], 3)?;
     let weights = super::exp::softmax_last_dim(&all)?;
-    let from_shared = stacked(&weights.narrow(3, 0, shared)?, shared)?.matmul(shared_values)?;
-    let from_own = weights
-        .narrow(3, shared, own)?
-        .contiguous()?
-        .matmul(own_values)?;
+    let from_shared = pooled_matmul(
+        &stacked(&weights.narrow(3, 0, shared)?, shared)?,
+        shared_values,
+    )?;
+    let from_own = pooled_matmul(&weights.narrow(3, shared, own)?, own_values)?;
     unstacked(&from_shared, head_dim)? + from_own
 }
 

@@ -470,16 +470,17 @@ impl CustomOp1 for PackedMatrix {
     }
 }
 
-/// The output buffer, written by the pool's workers at disjoint places.
-struct SharedOut(*mut f32);
+/// A buffer written by the pool's workers at disjoint places.
+struct SharedOut<T>(*mut T);
 
-// SAFETY: writers never overlap (see `PackedMatrix::matmul`).
-unsafe impl Sync for SharedOut {}
+// SAFETY: writers never overlap (see `PackedMatrix::matmul` and
+// `quantize_rows`).
+unsafe impl<T> Sync for SharedOut<T> {}
 
-impl SharedOut {
+impl<T: Copy> SharedOut<T> {
     /// SAFETY: `at..at + values.len()` lies in the buffer and no other
     /// thread writes there.
-    unsafe fn write(&self, at: usize, values: &[f32]) {
+    unsafe fn write(&self, at: usize, values: &[T]) {
         unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), self.0.add(at), values.len()) }
     }
 }
@@ -593,21 +594,44 @@ fn quantize_block(values: &[f32]) -> ([i8; BLOCK], f32) {
     (q, d)
 }
 
-/// Every row of `x` (rows, inputs) as blocks, row-major.
+/// Blocks below which quantizing stays on the calling thread: one decode
+/// step's rows take microseconds, less than waking the pool.
+const POOLED_QUANTIZE_BLOCKS: usize = 1024;
+
+/// Every row of `x` (rows, inputs) as blocks, row-major. A prefill's blocks
+/// are spread over the worker pool: on one thread, the other core waited
+/// for them before every product.
 pub fn quantize_rows(x: &[f32], rows: usize, inputs: usize) -> Vec<ActBlock> {
     debug_assert_eq!(x.len(), rows * inputs);
-    x.chunks_exact(BLOCK)
-        .map(|values| {
-            let (q, d) = quantize_block(values);
-            let sum = q.iter().map(|&v| v as i32).sum::<i32>();
-            ActBlock {
-                q,
-                d,
-                sum,
-                scaled_sum: d * sum as f32,
-            }
-        })
-        .collect()
+    let blocks = x.len() / BLOCK;
+    if blocks < POOLED_QUANTIZE_BLOCKS {
+        return x.chunks_exact(BLOCK).map(act_block).collect();
+    }
+    let mut acts = Vec::with_capacity(blocks);
+    let out = SharedOut(acts.as_mut_ptr());
+    candle_core::utils::barrier_pool().execute_chunked(blocks, |range| {
+        let quantized: Vec<ActBlock> = x[range.start * BLOCK..range.end * BLOCK]
+            .chunks_exact(BLOCK)
+            .map(act_block)
+            .collect();
+        // SAFETY: the ranges the pool hands out are disjoint and within
+        // `blocks`, the capacity reserved above.
+        unsafe { out.write(range.start, &quantized) };
+    });
+    // SAFETY: the pool has returned, and its ranges covered 0..blocks.
+    unsafe { acts.set_len(blocks) };
+    acts
+}
+
+fn act_block(values: &[f32]) -> ActBlock {
+    let (q, d) = quantize_block(values);
+    let sum = q.iter().map(|&v| v as i32).sum::<i32>();
+    ActBlock {
+        q,
+        d,
+        sum,
+        scaled_sum: d * sum as f32,
+    }
 }
 
 #[cfg(test)]

@@ -312,3 +312,21 @@ fn wrong_activation_width_is_an_error() {
     let err = matrix.forward(&x).unwrap_err().to_string();
     assert!(err.contains("64 inputs"), "{err}");
 }
+
+#[test]
+fn rows_quantized_on_the_pool_match_block_by_block() {
+    // Above the pooled threshold, with a row width that is not a multiple
+    // of the pool's chunks.
+    let (rows, inputs) = (70, 1056);
+    assert!(rows * inputs / BLOCK >= POOLED_QUANTIZE_BLOCKS);
+    let x = values(rows * inputs, 11);
+    let pooled = quantize_rows(&x, rows, inputs);
+    let one_by_one: Vec<ActBlock> = x.chunks_exact(BLOCK).map(act_block).collect();
+    assert_eq!(pooled.len(), one_by_one.len());
+    for (index, (a, b)) in pooled.iter().zip(&one_by_one).enumerate() {
+        assert!(
+            a.q == b.q && a.d == b.d && a.sum == b.sum && a.scaled_sum == b.scaled_sum,
+            "block {index} differs"
+        );
+    }
+}
