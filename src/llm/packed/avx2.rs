@@ -164,3 +164,48 @@ fn store<const R: usize>(acc: &[[__m256; 2]; R], sums: &mut TileSums) {
         }
     }
 }
+
+/// `super::quantize_block` eight lanes at a time, equal to it value for
+/// value: round half away from zero is the truncation plus one step away
+/// from zero where the part cut off is at least a half.
+///
+/// SAFETY: the CPU must have AVX2; `values` is one block.
+#[target_feature(enable = "avx2")]
+pub unsafe fn quantize_block(values: &[f32]) -> ([i8; super::BLOCK], f32) {
+    assert_eq!(values.len(), super::BLOCK, "a block of activations");
+    let sign = _mm256_set1_ps(-0.0);
+    let lanes: [__m256; 4] =
+        std::array::from_fn(|i| unsafe { _mm256_loadu_ps(values.as_ptr().add(i * 8)) });
+    // `max_ps` returns its second operand when either is NaN: a NaN never
+    // replaces the running maximum.
+    let max = lanes.iter().fold(_mm256_setzero_ps(), |m, &v| {
+        _mm256_max_ps(_mm256_andnot_ps(sign, v), m)
+    });
+    let mut max_lanes = [0f32; 8];
+    unsafe { _mm256_storeu_ps(max_lanes.as_mut_ptr(), max) };
+    let max = max_lanes.into_iter().fold(0f32, f32::max);
+    let d = max / 127.0;
+    let inverse = _mm256_set1_ps(if d > 0.0 { 1.0 / d } else { 0.0 });
+    let half = _mm256_set1_ps(0.5);
+    let one = _mm256_set1_ps(1.0);
+    let (low, high) = (_mm256_set1_ps(-127.0), _mm256_set1_ps(127.0));
+    let quants = lanes.map(|v| {
+        let x = _mm256_mul_ps(v, inverse);
+        let whole = _mm256_round_ps::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(x);
+        let cut = _mm256_andnot_ps(sign, _mm256_sub_ps(x, whole));
+        let away = _mm256_and_ps(_mm256_cmp_ps::<_CMP_GE_OQ>(cut, half), one);
+        let rounded = _mm256_add_ps(whole, _mm256_or_ps(away, _mm256_and_ps(x, sign)));
+        // NaN lanes take the second operand of `max_ps`: -127.
+        _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(rounded, low), high))
+    });
+    // Packing works within 128-bit halves; the permutation puts the four
+    // groups of four back in order.
+    let words = _mm256_packs_epi16(
+        _mm256_packs_epi32(quants[0], quants[1]),
+        _mm256_packs_epi32(quants[2], quants[3]),
+    );
+    let ordered = _mm256_permutevar8x32_epi32(words, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    let mut q = [0i8; super::BLOCK];
+    unsafe { _mm256_storeu_si256(q.as_mut_ptr() as *mut __m256i, ordered) };
+    (q, d)
+}

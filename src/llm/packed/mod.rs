@@ -265,6 +265,17 @@ impl Kernel {
         }
     }
 
+    /// `quantize_block` on this path's vector unit: it runs on every
+    /// activation block before every product.
+    fn quantize(self, values: &[f32]) -> ([i8; BLOCK], f32) {
+        match self {
+            // SAFETY: both variants are only chosen when the CPU has AVX2.
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512Vnni | Kernel::Avx2 => unsafe { avx2::quantize_block(values) },
+            _ => quantize_block(values),
+        }
+    }
+
     /// The format Q5_0 weights pack into: 5 bits where this kernel unpacks
     /// them fast, else 8 bits.
     fn q5_0_format(self) -> Format {
@@ -411,7 +422,7 @@ impl PackedMatrix {
         );
         let blocks = self.inputs / BLOCK;
         let group_bytes = blocks * self.format.block_bytes();
-        let acts = quantize_rows(x, rows, self.inputs);
+        let acts = quantize_rows(x, rows, self.inputs, kernel);
         let groups = self.outputs.div_ceil(GROUP);
         let out = SharedOut(out.as_mut_ptr());
         let work = |range: std::ops::Range<usize>| {
@@ -585,12 +596,22 @@ fn q4_k_scale_and_min(packed: &[u8], sub: usize) -> (u8, u8) {
     }
 }
 
-/// Symmetric 8-bit quants of one block and their scale.
+/// Symmetric 8-bit quants of one block and their scale: its largest
+/// magnitude maps to 127 (a NaN counts for nothing and quantizes to -127).
 fn quantize_block(values: &[f32]) -> ([i8; BLOCK], f32) {
-    let max = values.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let max = values
+        .iter()
+        .fold(0f32, |m, v| if v.abs() > m { v.abs() } else { m });
     let d = max / 127.0;
     let inverse = if d > 0.0 { 1.0 / d } else { 0.0 };
-    let q = std::array::from_fn(|i| (values[i] * inverse).round().clamp(-127.0, 127.0) as i8);
+    let q = std::array::from_fn(|i| {
+        let r = (values[i] * inverse).round();
+        if r >= -127.0 {
+            r.min(127.0) as i8
+        } else {
+            -127
+        }
+    });
     (q, d)
 }
 
@@ -601,18 +622,21 @@ const POOLED_QUANTIZE_BLOCKS: usize = 1024;
 /// Every row of `x` (rows, inputs) as blocks, row-major. A prefill's blocks
 /// are spread over the worker pool: on one thread, the other core waited
 /// for them before every product.
-pub fn quantize_rows(x: &[f32], rows: usize, inputs: usize) -> Vec<ActBlock> {
+pub fn quantize_rows(x: &[f32], rows: usize, inputs: usize, kernel: Kernel) -> Vec<ActBlock> {
     debug_assert_eq!(x.len(), rows * inputs);
     let blocks = x.len() / BLOCK;
     if blocks < POOLED_QUANTIZE_BLOCKS {
-        return x.chunks_exact(BLOCK).map(act_block).collect();
+        return x
+            .chunks_exact(BLOCK)
+            .map(|b| act_block(b, kernel))
+            .collect();
     }
     let mut acts = Vec::with_capacity(blocks);
     let out = SharedOut(acts.as_mut_ptr());
     candle_core::utils::barrier_pool().execute_chunked(blocks, |range| {
         let quantized: Vec<ActBlock> = x[range.start * BLOCK..range.end * BLOCK]
             .chunks_exact(BLOCK)
-            .map(act_block)
+            .map(|b| act_block(b, kernel))
             .collect();
         // SAFETY: the ranges the pool hands out are disjoint and within
         // `blocks`, the capacity reserved above.
@@ -623,8 +647,8 @@ pub fn quantize_rows(x: &[f32], rows: usize, inputs: usize) -> Vec<ActBlock> {
     acts
 }
 
-fn act_block(values: &[f32]) -> ActBlock {
-    let (q, d) = quantize_block(values);
+fn act_block(values: &[f32], kernel: Kernel) -> ActBlock {
+    let (q, d) = kernel.quantize(values);
     let sum = q.iter().map(|&v| v as i32).sum::<i32>();
     ActBlock {
         q,

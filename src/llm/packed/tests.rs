@@ -320,13 +320,42 @@ fn rows_quantized_on_the_pool_match_block_by_block() {
     let (rows, inputs) = (70, 1056);
     assert!(rows * inputs / BLOCK >= POOLED_QUANTIZE_BLOCKS);
     let x = values(rows * inputs, 11);
-    let pooled = quantize_rows(&x, rows, inputs);
-    let one_by_one: Vec<ActBlock> = x.chunks_exact(BLOCK).map(act_block).collect();
+    let kernel = Kernel::detect();
+    let pooled = quantize_rows(&x, rows, inputs, kernel);
+    let one_by_one: Vec<ActBlock> = x
+        .chunks_exact(BLOCK)
+        .map(|b| act_block(b, kernel))
+        .collect();
     assert_eq!(pooled.len(), one_by_one.len());
     for (index, (a, b)) in pooled.iter().zip(&one_by_one).enumerate() {
         assert!(
             a.q == b.q && a.d == b.d && a.sum == b.sum && a.scaled_sum == b.scaled_sum,
             "block {index} differs"
         );
+    }
+}
+
+#[test]
+fn vector_quantizing_matches_the_portable_one() {
+    // Random blocks, blocks of exact halves (ties round away from zero),
+    // a zero block and one holding a NaN.
+    let mut blocks: Vec<Vec<f32>> = (0..64).map(|seed| values(BLOCK, seed + 100)).collect();
+    // A largest magnitude of 127 makes the scale 1: the halves stay halves.
+    let mut halves: Vec<f32> = (0..BLOCK).map(|i| i as f32 - 15.5).collect();
+    halves[BLOCK - 1] = -127.0;
+    blocks.push(halves);
+    blocks.push(vec![0.0; BLOCK]);
+    let mut with_nan = values(BLOCK, 7);
+    with_nan[5] = f32::NAN;
+    blocks.push(with_nan);
+    for kernel in kernels() {
+        for block in &blocks {
+            assert_eq!(
+                kernel.quantize(block),
+                quantize_block(block),
+                "{}",
+                kernel.name()
+            );
+        }
     }
 }
