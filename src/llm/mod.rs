@@ -26,6 +26,7 @@ pub mod pull;
 mod repetition;
 pub mod sampler;
 pub mod scripted;
+mod shared_out;
 pub mod transformer;
 
 use crate::error::{self, Error, Result};

@@ -7,6 +7,7 @@
 //! cores. It also asks for the thread count on every call, which reads
 //! `/proc/cpuinfo` where the CPUs report no capacity.
 
+use super::shared_out::SharedOut;
 use candle_core::{CpuStorage, CustomOp2, DType, Layout, Result, Shape, Tensor};
 use gemm::Parallelism;
 
@@ -61,13 +62,6 @@ impl<'a> Operand<'a> {
     }
 }
 
-/// The product's output, written by the pool's workers item by item.
-struct Items(*mut f32);
-
-// SAFETY: each batch item is written by exactly one worker, at its own
-// `m * n` elements.
-unsafe impl Sync for Items {}
-
 impl CustomOp2 for PooledMatmul {
     fn name(&self) -> &'static str {
         "pooled-matmul"
@@ -96,7 +90,7 @@ impl CustomOp2 for PooledMatmul {
         let batch: usize = a_dims[..rank - 2].iter().product();
         let (lhs, rhs) = (Operand::new(a, a_layout), Operand::new(b, b_layout));
         let mut out = vec![0f32; batch * m * n];
-        let items = Items(out.as_mut_ptr());
+        let items = SharedOut::new(out.as_mut_ptr());
         let items = &items;
         candle_core::utils::barrier_pool().execute_chunked(batch, |range| {
             for item in range {
@@ -108,7 +102,7 @@ impl CustomOp2 for PooledMatmul {
                         m,
                         n,
                         k,
-                        items.0.add(item * m * n),
+                        items.at(item * m * n),
                         1,
                         n as isize,
                         false,

@@ -19,6 +19,7 @@ mod avx2;
 mod avx512;
 mod scalar;
 
+use super::shared_out::SharedOut;
 use candle_core::quantized::k_quants::{BlockQ5_0, BlockQ5_1, BlockQ6K, GgmlType};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{CpuStorage, CustomOp1, Layout, Result, Shape, Tensor};
@@ -424,7 +425,7 @@ impl PackedMatrix {
         let group_bytes = blocks * self.format.block_bytes();
         let acts = quantize_rows(x, rows, self.inputs, kernel);
         let groups = self.outputs.div_ceil(GROUP);
-        let out = SharedOut(out.as_mut_ptr());
+        let out = SharedOut::new(out.as_mut_ptr());
         let work = |range: std::ops::Range<usize>| {
             let mut sums = [[0f32; GROUP]; ROW_TILE];
             for group in range {
@@ -478,21 +479,6 @@ impl CustomOp1 for PackedMatrix {
         self.matmul(&values[start..end], rows, &mut out, Kernel::detect());
         *dims.last_mut().expect("checked above") = self.outputs;
         Ok((CpuStorage::F32(out), Shape::from(dims)))
-    }
-}
-
-/// A buffer written by the pool's workers at disjoint places.
-struct SharedOut<T>(*mut T);
-
-// SAFETY: writers never overlap (see `PackedMatrix::matmul` and
-// `quantize_rows`).
-unsafe impl<T> Sync for SharedOut<T> {}
-
-impl<T: Copy> SharedOut<T> {
-    /// SAFETY: `at..at + values.len()` lies in the buffer and no other
-    /// thread writes there.
-    unsafe fn write(&self, at: usize, values: &[T]) {
-        unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), self.0.add(at), values.len()) }
     }
 }
 
@@ -632,15 +618,14 @@ pub fn quantize_rows(x: &[f32], rows: usize, inputs: usize, kernel: Kernel) -> V
             .collect();
     }
     let mut acts = Vec::with_capacity(blocks);
-    let out = SharedOut(acts.as_mut_ptr());
+    let out = SharedOut::new(acts.as_mut_ptr());
     candle_core::utils::barrier_pool().execute_chunked(blocks, |range| {
-        let quantized: Vec<ActBlock> = x[range.start * BLOCK..range.end * BLOCK]
-            .chunks_exact(BLOCK)
-            .map(|b| act_block(b, kernel))
-            .collect();
-        // SAFETY: the ranges the pool hands out are disjoint and within
-        // `blocks`, the capacity reserved above.
-        unsafe { out.write(range.start, &quantized) };
+        for block in range {
+            let act = act_block(&x[block * BLOCK..][..BLOCK], kernel);
+            // SAFETY: the ranges the pool hands out are disjoint and within
+            // `blocks`, the capacity reserved above.
+            unsafe { out.write(block, &[act]) };
+        }
     });
     // SAFETY: the pool has returned, and its ranges covered 0..blocks.
     unsafe { acts.set_len(blocks) };
