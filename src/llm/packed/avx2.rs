@@ -8,7 +8,7 @@
 
 #![cfg(target_arch = "x86_64")]
 
-use super::{ActBlock, Format, Tile, TileSums, CHUNK, ROW_TILE};
+use super::{prefetch_ahead, ActBlock, Format, Tile, TileSums, CHUNK, ROW_TILE};
 
 /// Bytes of one 8-bit block, and where its scales start.
 const SIZE: usize = Format::Int8.block_bytes();
@@ -56,6 +56,7 @@ unsafe fn rows_of<const R: usize>(
     let ones = _mm256_set1_epi16(1);
     for block in 0..blocks {
         let base = packed[block * SIZE..][..SIZE].as_ptr();
+        prefetch_ahead(base, SIZE);
         // SAFETY: the slice above holds 8 x 64 quant bytes and 16 f16 scales.
         let scales = unsafe { sixteen_f16(base.add(SCALES)) };
         for (r, acc) in acc.iter_mut().enumerate() {
@@ -97,6 +98,7 @@ unsafe fn int4_rows_of<const R: usize>(
     let mut weights = [_mm256_setzero_si256(); 16];
     for block in 0..blocks {
         let base = packed[block * SIZE4..][..SIZE4].as_ptr();
+        prefetch_ahead(base, SIZE4);
         // SAFETY: the slice above holds 4 x 64 nibble bytes, then 16 f16
         // scales and 16 f16 minimums.
         let (scales, minimums) = unsafe {

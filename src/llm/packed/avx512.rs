@@ -4,7 +4,7 @@
 
 #![cfg(target_arch = "x86_64")]
 
-use super::{Format, Tile, TileSums, CHUNK, CHUNKS, ROW_TILE};
+use super::{prefetch_ahead, Format, Tile, TileSums, CHUNK, CHUNKS, ROW_TILE};
 use std::arch::x86_64::*;
 
 pub fn supported() -> bool {
@@ -85,6 +85,7 @@ unsafe fn rows_of<const R: usize, const MINIMUMS: bool>(tile: Tile<'_>, sums: &m
     let mut acc = [_mm512_setzero_ps(); R];
     for block in 0..blocks {
         let base = packed[block * size..][..size].as_ptr();
+        prefetch_ahead(base, size);
         // SAFETY: the slice above is one whole block.
         let (weights, scales) = unsafe { unpack(format, base) };
         let minimums = MINIMUMS.then(|| {
