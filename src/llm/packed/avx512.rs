@@ -96,7 +96,7 @@ unsafe fn rows_of<const R: usize, const MINIMUMS: bool>(tile: Tile<'_>, sums: &m
                 ))
             }
         });
-        for (r, acc) in acc.iter_mut().enumerate() {
+        let mut row = |r: usize| {
             let act = &acts[r * blocks + block];
             // Weights are stored plus the offset: start from -offset * sum(q).
             let mut dot = _mm512_set1_epi32(-offset * act.sum);
@@ -105,11 +105,18 @@ unsafe fn rows_of<const R: usize, const MINIMUMS: bool>(tile: Tile<'_>, sums: &m
                 dot = _mm512_dpbusd_epi32(dot, w, _mm512_set1_epi32(four));
             }
             let scale = _mm512_mul_ps(scales, _mm512_set1_ps(act.d));
-            *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, *acc);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[r]);
             if let Some(minimums) = minimums {
-                *acc = _mm512_fnmadd_ps(minimums, _mm512_set1_ps(act.scaled_sum), *acc);
+                acc[r] = _mm512_fnmadd_ps(minimums, _mm512_set1_ps(act.scaled_sum), acc[r]);
             }
+        };
+        // Each row written out with a constant index: as a loop, the
+        // compiler kept the 4-bit kernel's eight accumulators in memory.
+        macro_rules! each_row {
+            ($($r:literal)*) => { $(if $r < R { row($r) })* };
         }
+        const _: () = assert!(ROW_TILE == 8, "each_row lists ROW_TILE rows");
+        each_row!(0 1 2 3 4 5 6 7);
     }
     for (r, acc) in acc.iter().enumerate() {
         // SAFETY: a row of sums holds 16 f32.

@@ -114,14 +114,14 @@ fn dequantized(matrix: &PackedMatrix) -> Vec<f32> {
 
 #[test]
 fn simd_paths_match_the_scalar_path_bit_for_bit() {
-    // 40 outputs: two full groups and a padded one; 9 and 17 rows: full
-    // tiles and tails.
+    // 40 outputs: two full groups and a padded one; 1 to 8 rows: every
+    // tile height the kernels write out; 9 and 17 rows: full tiles and tails.
     let (outputs, inputs) = (40, 256);
     let int8 = int8_matrix(&values(outputs * inputs, 1), outputs, inputs);
     let (_, int5) = int5_matrix(outputs, inputs, 2);
     let (_, int4) = int4_matrix(outputs, inputs, 3);
     for matrix in [&int8, &int5, &int4] {
-        for rows in [1, 3, 8, 9, 17] {
+        for rows in (1..=9).chain([17]) {
             let x = values(rows * inputs, rows as u64 + 7);
             let mut reference = vec![0f32; rows * outputs];
             matrix.matmul(&x, rows, &mut reference, Kernel::Scalar);
